@@ -1,0 +1,52 @@
+#include <array>
+#include <mutex>
+
+#include "core/cuda_check.h"
+
+namespace fp8dsa {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+struct DeviceInfo {
+  Status status;
+  int sm_count = 0;
+};
+
+const DeviceInfo& current_device_info() {
+  static std::array<DeviceInfo, kMaxDevices> infos;
+  static std::array<std::once_flag, kMaxDevices> once;
+  static DeviceInfo no_device{{StatusCode::kNoDevice, "no CUDA device is available"}, 0};
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return no_device;
+  }
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return no_device;
+  std::call_once(once[dev], [dev] {
+    cudaDeviceProp prop{};
+    DeviceInfo& info = infos[dev];
+    cudaError_t err = cudaGetDeviceProperties(&prop, dev);
+    if (err != cudaSuccess) {
+      info.status = cuda_status(err, "cudaGetDeviceProperties");
+      return;
+    }
+    info.sm_count = prop.multiProcessorCount;
+    if (prop.major != 9 || prop.minor != 0) {
+      info.status = {StatusCode::kUnsupportedDevice,
+                     std::string("fp8dsa kernels need an sm_90 (Hopper) GPU; device ") +
+                         std::to_string(dev) + " (" + prop.name + ") is sm_" +
+                         std::to_string(prop.major) + std::to_string(prop.minor)};
+    }
+  });
+  return infos[dev];
+}
+
+}  // namespace
+
+Status check_device() { return current_device_info().status; }
+
+int device_sm_count() { return current_device_info().sm_count; }
+
+}  // namespace fp8dsa

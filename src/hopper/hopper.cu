@@ -1,0 +1,1 @@
+// Hopper primitive layer (headers in this folder); out-of-line pieces live here.

@@ -1,0 +1,1 @@
+// Shared test utilities (see tests/common/*.h).

@@ -1,0 +1,54 @@
+// PrefillParams checks: each stage's own checks, minus the fields the pipeline fills itself, plus
+// the cross-stage invariants. The workspace is checked by prefill() itself.
+#include "fp8dsa/pipeline.h"
+
+#include "core/validate.h"
+
+namespace fp8dsa {
+namespace {
+
+constexpr const char* kOp = "prefill";
+
+// Stand-ins for the buffers prefill() places in its workspace: aligned, never dereferenced
+// (validate() touches no pointed-to memory).
+alignas(256) float kWorkspaceLogitsStandIn[4];
+alignas(256) int32_t kWorkspaceIndicesStandIn[4];
+
+Status with_prefix(Status status) {
+  if (status.is_ok()) return status;
+  return {status.code(), detail::concat(kOp, ": ", status.message())};
+}
+
+}  // namespace
+
+Status validate(const PrefillParams& params) {
+  using namespace detail;
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", params.topk, 64));
+  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", params.topk, 64, 2048));
+
+  IndexerParams indexer = params.indexer;
+  indexer.logits = kWorkspaceLogitsStandIn;
+  // The workspace logits rows are padded to the indexer's 16-byte row alignment.
+  const bool keys_in_range = indexer.num_keys >= 0 && indexer.num_keys <= kMaxExtent;
+  indexer.ldl = keys_in_range ? (indexer.num_keys + 3) / 4 * 4 : 0;
+  FP8DSA_RETURN_IF_ERROR(with_prefix(validate(indexer)));
+
+  SparseMlaParams attention = params.attention;
+  attention.indices = kWorkspaceIndicesStandIn;
+  attention.indices_stride = 0;
+  attention.topk = params.topk;
+  FP8DSA_RETURN_IF_ERROR(with_prefix(validate(attention)));
+
+  if (attention.num_tokens != indexer.num_tokens) {
+    return invalid_argument(concat(kOp, ": attention.num_tokens (", attention.num_tokens,
+                                   ") must equal indexer.num_tokens (", indexer.num_tokens, ")"));
+  }
+  if (attention.num_kv != indexer.num_keys) {
+    return invalid_argument(concat(kOp, ": attention.num_kv (", attention.num_kv,
+                                   ") must equal indexer.num_keys (", indexer.num_keys,
+                                   ") (the two stages share one key space)"));
+  }
+  return Status::ok();
+}
+
+}  // namespace fp8dsa

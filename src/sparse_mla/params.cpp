@@ -1,0 +1,114 @@
+// SparseMlaParams: stride resolution and the argument checks every entry point runs first.
+#include "fp8dsa/sparse_mla.h"
+
+#include "core/validate.h"
+
+namespace fp8dsa {
+namespace {
+
+constexpr const char* kOp = "sparse_mla";
+
+// e4m3 is this stage's input type; bf16 is a known later stage, anything else a caller mistake.
+Status check_input_dtype(const char* name, DType given) {
+  if (given == DType::kBF16) {
+    return not_implemented(detail::concat(kOp, ": ", name,
+                                          " dtype bf16: the BF16/dequant path is a later stage"));
+  }
+  return detail::check_dtype(kOp, name, given, DType::kE4M3);
+}
+
+}  // namespace
+
+const char* sparse_mla_kernel_name(SparseMlaKernel kernel) {
+  switch (kernel) {
+    case SparseMlaKernel::kAuto: return "auto";
+    case SparseMlaKernel::kFp8: return "fp8";
+    case SparseMlaKernel::kReference: return "reference";
+  }
+  return "unknown";
+}
+
+SparseMlaParams SparseMlaParams::resolved() const {
+  SparseMlaParams r = *this;
+  if (r.q_head_stride == 0) r.q_head_stride = r.d_qk;
+  if (r.q_token_stride == 0) r.q_token_stride = int64_t{r.num_heads} * r.q_head_stride;
+  if (r.kv_row_stride == 0) r.kv_row_stride = r.d_qk;
+  if (r.indices_stride == 0) r.indices_stride = r.topk;
+  if (r.out_head_stride == 0) r.out_head_stride = r.d_v;
+  if (r.out_token_stride == 0) r.out_token_stride = int64_t{r.num_heads} * r.out_head_stride;
+  return r;
+}
+
+Status validate(const SparseMlaParams& params) {
+  using namespace detail;
+  const SparseMlaParams p = params.resolved();
+
+  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_tokens", p.num_tokens));
+  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_kv", p.num_kv));
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "num_heads", p.num_heads, {8, 16, 32, 64, 128}));
+  if (p.d_qk == 512) {
+    return not_implemented("sparse_mla: d_qk (512) without the rope part is a later stage");
+  }
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "d_qk", p.d_qk, {576}));
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "d_v", p.d_v, {512}));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", p.topk, 64));
+  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", p.topk, 64, 16384));
+  FP8DSA_RETURN_IF_ERROR(check_input_dtype("q", p.q_dtype));
+  FP8DSA_RETURN_IF_ERROR(check_input_dtype("kv", p.kv_dtype));
+  FP8DSA_RETURN_IF_ERROR(check_dtype(kOp, "out", p.out_dtype, DType::kBF16));
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "kernel", static_cast<int>(p.kernel),
+                                      {static_cast<int>(SparseMlaKernel::kAuto),
+                                       static_cast<int>(SparseMlaKernel::kFp8),
+                                       static_cast<int>(SparseMlaKernel::kReference)}));
+  FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "sm_scale", p.sm_scale));
+  FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "q_scale", p.q_scale));
+  FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "kv_scale", p.kv_scale));
+
+  // e4m3 rows are fetched with TMA / 16-byte loads, so every row start must be 16-byte aligned.
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_head_stride", p.q_head_stride, p.d_qk, "d_qk"));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_head_stride", p.q_head_stride, 16,
+                                        "16-byte row alignment"));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_token_stride", p.q_token_stride,
+                                        int64_t{p.num_heads} * p.q_head_stride,
+                                        "num_heads * q_head_stride"));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_token_stride", p.q_token_stride, 16,
+                                        "16-byte row alignment"));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "kv_row_stride", p.kv_row_stride, p.d_qk, "d_qk"));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "kv_row_stride", p.kv_row_stride, 16,
+                                        "16-byte row alignment"));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "indices_stride", p.indices_stride, p.topk, "topk"));
+  // bf16 output rows are written with 16-byte stores: 8 elements.
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "out_head_stride", p.out_head_stride, p.d_v, "d_v"));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "out_head_stride", p.out_head_stride, 8,
+                                        "16-byte row alignment"));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "out_token_stride", p.out_token_stride,
+                                        int64_t{p.num_heads} * p.out_head_stride,
+                                        "num_heads * out_head_stride"));
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "out_token_stride", p.out_token_stride, 8,
+                                        "16-byte row alignment"));
+
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q", p.num_tokens, p.q_token_stride, 1));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "kv", p.num_kv, p.kv_row_stride, 1));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "indices", p.num_tokens, p.indices_stride, 4));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "out", p.num_tokens, p.out_token_stride, 2));
+
+  const bool has_tokens = p.num_tokens > 0;
+  FP8DSA_RETURN_IF_ERROR(check_required(kOp, "q", p.q, has_tokens, "num_tokens > 0"));
+  FP8DSA_RETURN_IF_ERROR(check_required(kOp, "kv", p.kv, has_tokens && p.num_kv > 0,
+                                        "num_tokens > 0 and num_kv > 0"));
+  FP8DSA_RETURN_IF_ERROR(check_required(kOp, "indices", p.indices, has_tokens, "num_tokens > 0"));
+  FP8DSA_RETURN_IF_ERROR(check_required(kOp, "out", p.out, has_tokens, "num_tokens > 0"));
+  FP8DSA_RETURN_IF_ERROR(check_required(kOp, "lse", p.lse, has_tokens, "num_tokens > 0"));
+
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "q", p.q, 16));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "kv", p.kv, 16));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "out", p.out, 16));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "indices", p.indices, 4));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "topk_length", p.topk_length, 4));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "attn_sink", p.attn_sink, 4));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "lse", p.lse, 4));
+  FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "max_logits", p.max_logits, 4));
+  return Status::ok();
+}
+
+}  // namespace fp8dsa

@@ -1,0 +1,234 @@
+// validate(IndexerParams): every rule accepts the good case and rejects each bad variant with the
+// right code and a message naming the argument. validate() never dereferences, so the pointers
+// are aligned addresses into a small static arena.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "fp8dsa/indexer.h"
+
+namespace fp8dsa {
+namespace {
+
+alignas(256) unsigned char g_arena[4096];
+const unsigned char* at(int offset) { return g_arena + offset; }
+
+void expect_rejected(const IndexerParams& p, StatusCode code, const std::string& needle) {
+  const Status s = validate(p);
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' lacks '" << needle << "'";
+  EXPECT_EQ(s.message().rfind("indexer: ", 0), 0u) << s.message();
+}
+
+IndexerParams good_params() {
+  IndexerParams p;
+  p.num_tokens = 100;
+  p.num_keys = 300;
+  p.num_heads = 64;
+  p.head_dim = 128;
+  p.q = at(0);
+  p.w = reinterpret_cast<const float*>(at(256));
+  p.k = at(512);
+  p.k_scale = reinterpret_cast<const float*>(at(768));
+  p.ks = reinterpret_cast<const int32_t*>(at(1024));
+  p.ke = reinterpret_cast<const int32_t*>(at(1280));
+  p.logits = reinterpret_cast<float*>(const_cast<unsigned char*>(at(1536)));
+  return p;
+}
+
+TEST(IndexerValidate, AcceptsGoodParams) {
+  EXPECT_TRUE(validate(good_params()).is_ok());
+  for (int h : {4, 8, 16, 32, 64}) {
+    for (int d : {64, 128}) {
+      IndexerParams p = good_params();
+      p.num_heads = h;
+      p.head_dim = d;
+      EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+    }
+  }
+  IndexerParams p = good_params();  // explicit, padded strides
+  p.q_token_stride = 64 * 128 + 16;
+  p.w_token_stride = 65;
+  p.k_row_stride = 144;
+  p.ldl = 304;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
+TEST(IndexerValidate, ResolvedFillsPackedStrides) {
+  IndexerParams p = good_params();
+  p.num_heads = 16;
+  p.head_dim = 64;
+  const IndexerParams r = p.resolved();
+  EXPECT_EQ(r.q_token_stride, 16 * 64);
+  EXPECT_EQ(r.w_token_stride, 16);
+  EXPECT_EQ(r.k_row_stride, 64);
+  EXPECT_EQ(r.ldl, 300);
+  p.ldl = 512;
+  p.k_row_stride = 80;
+  EXPECT_EQ(p.resolved().ldl, 512);  // non-zero strides are kept
+  EXPECT_EQ(p.resolved().k_row_stride, 80);
+}
+
+TEST(IndexerValidate, EmptyBatchNeedsNoPointers) {
+  IndexerParams p;
+  p.num_tokens = 0;
+  p.num_keys = 0;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  p.num_keys = 1000;  // keys but no tokens: k and k_scale still describe a non-empty tensor
+  expect_rejected(p, StatusCode::kInvalidArgument, "k must not be null");
+  // Tokens but no keys: every range is empty; q, w, ks, ke are still required, logits is not.
+  IndexerParams q = good_params();
+  q.num_keys = 0;
+  q.k = nullptr;
+  q.k_scale = nullptr;
+  q.logits = nullptr;
+  EXPECT_TRUE(validate(q).is_ok()) << validate(q).to_string();
+}
+
+TEST(IndexerValidate, RejectsBadSizes) {
+  IndexerParams p = good_params();
+  p.num_tokens = -1;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_tokens (-1)");
+  p = good_params();
+  p.num_tokens = int64_t{std::numeric_limits<int32_t>::max()} + 1;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_tokens (2147483648)");
+  p = good_params();
+  p.num_keys = -5;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_keys (-5)");
+  p = good_params();
+  p.num_keys = int64_t{1} << 40;
+  p.ldl = 0;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_keys");
+}
+
+TEST(IndexerValidate, RejectsBadHeadsAndDim) {
+  for (int h : {0, 1, 2, 12, 128, -8}) {
+    IndexerParams p = good_params();
+    p.num_heads = h;
+    expect_rejected(p, StatusCode::kInvalidArgument, "num_heads (" + std::to_string(h) + ")");
+  }
+  for (int d : {0, 32, 96, 256}) {
+    IndexerParams p = good_params();
+    p.head_dim = d;
+    expect_rejected(p, StatusCode::kInvalidArgument, "head_dim (" + std::to_string(d) + ")");
+  }
+}
+
+TEST(IndexerValidate, RejectsWrongDtypes) {
+  IndexerParams p = good_params();
+  p.q_dtype = DType::kBF16;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q dtype must be e4m3 (given bf16)");
+  p = good_params();
+  p.k_dtype = DType::kF32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "k dtype must be e4m3 (given f32)");
+}
+
+TEST(IndexerValidate, RejectsBadQStride) {
+  IndexerParams p = good_params();
+  p.q_token_stride = 64 * 128 - 16;  // heads would overlap
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (8176)");
+  p.q_token_stride = 64 * 128 + 8;  // not 16-byte aligned rows
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (8200) must be a multiple of 16");
+  p.q_token_stride = -16;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (-16)");
+}
+
+TEST(IndexerValidate, RejectsBadWStride) {
+  IndexerParams p = good_params();
+  p.w_token_stride = 63;
+  expect_rejected(p, StatusCode::kInvalidArgument, "w_token_stride (63) must be >= num_heads (64)");
+}
+
+TEST(IndexerValidate, RejectsBadKStride) {
+  IndexerParams p = good_params();
+  p.k_row_stride = 112;
+  expect_rejected(p, StatusCode::kInvalidArgument, "k_row_stride (112) must be >= head_dim (128)");
+  p.k_row_stride = 132;
+  expect_rejected(p, StatusCode::kInvalidArgument, "k_row_stride (132) must be a multiple of 16");
+}
+
+TEST(IndexerValidate, RejectsBadLdl) {
+  IndexerParams p = good_params();
+  p.ldl = 299;
+  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (299) must be >= num_keys (300)");
+  p.ldl = 302;
+  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (302) must be a multiple of 4");
+  p = good_params();
+  p.num_keys = 301;  // packed ldl = 301 is not a multiple of 4
+  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (301)");
+}
+
+TEST(IndexerValidate, RejectsMisalignedPointers) {
+  IndexerParams p = good_params();
+  p.q = at(8);
+  expect_rejected(p, StatusCode::kInvalidArgument, "q (0x");
+  p = good_params();
+  p.k = at(513);
+  expect_rejected(p, StatusCode::kInvalidArgument, "k (0x");
+  p = good_params();
+  p.logits = reinterpret_cast<float*>(const_cast<unsigned char*>(at(1540)));
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits (0x");
+  p = good_params();
+  p.w = reinterpret_cast<const float*>(at(258));
+  expect_rejected(p, StatusCode::kInvalidArgument, "w (0x");
+  p = good_params();
+  p.w = reinterpret_cast<const float*>(at(260));  // 4-byte alignment is enough for w
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
+TEST(IndexerValidate, RejectsNullPointers) {
+  struct Case {
+    const char* name;
+    void (*clear)(IndexerParams&);
+  };
+  const Case cases[] = {
+      {"q must not be null", [](IndexerParams& p) { p.q = nullptr; }},
+      {"w must not be null", [](IndexerParams& p) { p.w = nullptr; }},
+      {"k must not be null", [](IndexerParams& p) { p.k = nullptr; }},
+      {"k_scale must not be null", [](IndexerParams& p) { p.k_scale = nullptr; }},
+      {"ks must not be null", [](IndexerParams& p) { p.ks = nullptr; }},
+      {"ke must not be null", [](IndexerParams& p) { p.ke = nullptr; }},
+      {"logits must not be null", [](IndexerParams& p) { p.logits = nullptr; }},
+  };
+  for (const Case& c : cases) {
+    IndexerParams p = good_params();
+    c.clear(p);
+    expect_rejected(p, StatusCode::kInvalidArgument, c.name);
+  }
+}
+
+TEST(IndexerValidate, RejectsExtentOverflow) {
+  IndexerParams p = good_params();
+  p.num_tokens = 1'000'000;
+  p.q_token_stride = int64_t{1} << 50;  // 2^50 * 10^6 overflows int64
+  expect_rejected(p, StatusCode::kInvalidArgument, "q extent");
+  p = good_params();
+  p.num_tokens = 1'000'000;
+  p.ldl = int64_t{1} << 42;  // 10^6 * 2^42 * 4 bytes overflows int64
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits extent");
+}
+
+TEST(IndexerValidate, RejectsUnknownKernel) {
+  IndexerParams p = good_params();
+  p.kernel = static_cast<IndexerKernel>(17);
+  expect_rejected(p, StatusCode::kInvalidArgument, "kernel (17)");
+  for (IndexerKernel k : {IndexerKernel::kAuto, IndexerKernel::kQResident,
+                          IndexerKernel::kKResident, IndexerKernel::kReference}) {
+    p.kernel = k;
+    EXPECT_TRUE(validate(p).is_ok());
+  }
+}
+
+TEST(IndexerValidate, KernelNames) {
+  EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kAuto), "auto");
+  EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kQResident), "q_resident");
+  EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kKResident), "k_resident");
+  EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kReference), "reference");
+  EXPECT_STREQ(indexer_kernel_name(static_cast<IndexerKernel>(99)), "unknown");
+}
+
+}  // namespace
+}  // namespace fp8dsa

@@ -1,0 +1,273 @@
+// validate(SparseMlaParams): every rule accepts the good case and rejects each bad variant with the
+// right code and a message naming the argument. Pointers are never dereferenced.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "fp8dsa/sparse_mla.h"
+
+namespace fp8dsa {
+namespace {
+
+alignas(256) unsigned char g_arena[4096];
+template <typename T>
+T* at(int offset) {
+  return reinterpret_cast<T*>(g_arena + offset);
+}
+
+void expect_rejected(const SparseMlaParams& p, StatusCode code, const std::string& needle) {
+  const Status s = validate(p);
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' lacks '" << needle << "'";
+  EXPECT_EQ(s.message().rfind("sparse_mla: ", 0), 0u) << s.message();
+}
+
+SparseMlaParams good_params() {
+  SparseMlaParams p;
+  p.num_tokens = 213;
+  p.num_kv = 1840;
+  p.num_heads = 128;
+  p.q = at<const void>(0);
+  p.kv = at<const void>(256);
+  p.indices = at<const int32_t>(512);
+  p.topk = 256;
+  p.sm_scale = 0.0721688f;
+  p.out = at<void>(768);
+  p.lse = at<float>(1024);
+  return p;
+}
+
+TEST(SparseMlaValidate, AcceptsGoodParams) {
+  EXPECT_TRUE(validate(good_params()).is_ok()) << validate(good_params()).to_string();
+  for (int h : {8, 16, 32, 64, 128}) {
+    SparseMlaParams p = good_params();
+    p.num_heads = h;
+    EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  }
+  for (int topk : {64, 128, 2048, 8192, 16384}) {
+    SparseMlaParams p = good_params();
+    p.topk = topk;
+    EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  }
+  SparseMlaParams p = good_params();  // optional inputs and padded strides
+  p.topk_length = at<const int32_t>(1280);
+  p.attn_sink = at<const float>(1536);
+  p.max_logits = at<float>(1792);
+  p.q_head_stride = 592;
+  p.q_token_stride = 128 * 592 + 16;
+  p.kv_row_stride = 656;
+  p.indices_stride = 257;
+  p.out_head_stride = 520;
+  p.out_token_stride = 128 * 520 + 8;
+  p.q_scale = 0.5f;
+  p.kv_scale = 3.0f;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
+TEST(SparseMlaValidate, ResolvedFillsPackedStrides) {
+  SparseMlaParams p = good_params();
+  p.num_heads = 16;
+  SparseMlaParams r = p.resolved();
+  EXPECT_EQ(r.q_head_stride, 576);
+  EXPECT_EQ(r.q_token_stride, 16 * 576);
+  EXPECT_EQ(r.kv_row_stride, 576);
+  EXPECT_EQ(r.indices_stride, 256);
+  EXPECT_EQ(r.out_head_stride, 512);
+  EXPECT_EQ(r.out_token_stride, 16 * 512);
+  p.q_head_stride = 640;  // the token stride follows the given head stride
+  p.out_head_stride = 528;
+  r = p.resolved();
+  EXPECT_EQ(r.q_token_stride, 16 * 640);
+  EXPECT_EQ(r.out_token_stride, 16 * 528);
+}
+
+TEST(SparseMlaValidate, EmptyCases) {
+  SparseMlaParams p;
+  p.num_tokens = 0;
+  p.sm_scale = 0.1f;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  SparseMlaParams q = good_params();  // no kv rows: every index is invalid, kv may be null
+  q.num_kv = 0;
+  q.kv = nullptr;
+  EXPECT_TRUE(validate(q).is_ok()) << validate(q).to_string();
+}
+
+TEST(SparseMlaValidate, RejectsBadSizes) {
+  SparseMlaParams p = good_params();
+  p.num_tokens = -1;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_tokens (-1)");
+  p = good_params();
+  p.num_kv = int64_t{1} << 33;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_kv (8589934592)");
+}
+
+TEST(SparseMlaValidate, RejectsBadHeads) {
+  for (int h : {0, 4, 24, 256}) {
+    SparseMlaParams p = good_params();
+    p.num_heads = h;
+    expect_rejected(p, StatusCode::kInvalidArgument, "num_heads (" + std::to_string(h) + ")");
+  }
+}
+
+TEST(SparseMlaValidate, HeadDims) {
+  SparseMlaParams p = good_params();
+  p.d_qk = 512;
+  expect_rejected(p, StatusCode::kNotImplemented, "d_qk (512)");
+  EXPECT_NE(validate(p).message().find("later stage"), std::string::npos);
+  p.d_qk = 320;
+  expect_rejected(p, StatusCode::kInvalidArgument, "d_qk (320)");
+  p = good_params();
+  p.d_v = 256;
+  expect_rejected(p, StatusCode::kInvalidArgument, "d_v (256)");
+}
+
+TEST(SparseMlaValidate, RejectsBadTopk) {
+  SparseMlaParams p = good_params();
+  p.topk = 100;
+  expect_rejected(p, StatusCode::kInvalidArgument, "topk (100) must be a multiple of 64");
+  EXPECT_EQ(validate(p).to_string(), "InvalidArgument: sparse_mla: topk (100) must be a multiple of 64");
+  for (int topk : {0, -64, 16448}) {
+    p.topk = topk;
+    p.indices_stride = 20000;
+    expect_rejected(p, StatusCode::kInvalidArgument, "topk (" + std::to_string(topk) + ")");
+  }
+  p = good_params();
+  p.indices_stride = 255;
+  expect_rejected(p, StatusCode::kInvalidArgument, "indices_stride (255) must be >= topk (256)");
+}
+
+TEST(SparseMlaValidate, Dtypes) {
+  SparseMlaParams p = good_params();
+  p.q_dtype = DType::kBF16;
+  expect_rejected(p, StatusCode::kNotImplemented, "q dtype bf16");
+  EXPECT_NE(validate(p).message().find("the BF16/dequant path is a later stage"), std::string::npos);
+  p = good_params();
+  p.kv_dtype = DType::kBF16;
+  expect_rejected(p, StatusCode::kNotImplemented, "kv dtype bf16");
+  p = good_params();
+  p.q_dtype = DType::kF32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q dtype must be e4m3 (given f32)");
+  p = good_params();
+  p.kv_dtype = DType::kI32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv dtype must be e4m3 (given i32)");
+  p = good_params();
+  p.out_dtype = DType::kF32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out dtype must be bf16 (given f32)");
+}
+
+TEST(SparseMlaValidate, RejectsBadQStrides) {
+  SparseMlaParams p = good_params();
+  p.q_head_stride = 560;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_head_stride (560) must be >= d_qk (576)");
+  p.q_head_stride = 584;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_head_stride (584) must be a multiple of 16");
+  p = good_params();
+  p.q_token_stride = 127 * 576;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (73152) must be >= num_heads * q_head_stride (73728)");
+  p.q_token_stride = 128 * 576 + 4;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (73732) must be a multiple of 16");
+}
+
+TEST(SparseMlaValidate, RejectsBadKvStride) {
+  SparseMlaParams p = good_params();
+  p.kv_row_stride = 512;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_row_stride (512) must be >= d_qk (576)");
+  p.kv_row_stride = 580;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_row_stride (580) must be a multiple of 16");
+}
+
+TEST(SparseMlaValidate, RejectsBadOutStrides) {
+  SparseMlaParams p = good_params();
+  p.out_head_stride = 500;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out_head_stride (500) must be >= d_v (512)");
+  p.out_head_stride = 516;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out_head_stride (516) must be a multiple of 8");
+  p = good_params();
+  p.out_token_stride = 128 * 512 - 8;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out_token_stride (65528) must be >=");
+  p.out_token_stride = 128 * 512 + 4;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out_token_stride (65540) must be a multiple of 8");
+}
+
+TEST(SparseMlaValidate, RejectsMisalignedPointers) {
+  SparseMlaParams p = good_params();
+  p.q = g_arena + 8;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q (0x");
+  p = good_params();
+  p.kv = g_arena + 256 + 4;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv (0x");
+  p = good_params();
+  p.out = g_arena + 768 + 2;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out (0x");
+  p = good_params();
+  p.lse = reinterpret_cast<float*>(g_arena + 1025);
+  expect_rejected(p, StatusCode::kInvalidArgument, "lse (0x");
+}
+
+TEST(SparseMlaValidate, RequiredAndOptionalPointers) {
+  SparseMlaParams p = good_params();
+  p.lse = nullptr;
+  expect_rejected(p, StatusCode::kInvalidArgument, "lse must not be null");
+  p = good_params();
+  p.q = nullptr;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q must not be null");
+  p = good_params();
+  p.kv = nullptr;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv must not be null");
+  p = good_params();
+  p.indices = nullptr;
+  expect_rejected(p, StatusCode::kInvalidArgument, "indices must not be null");
+  p = good_params();
+  p.out = nullptr;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out must not be null");
+  p = good_params();
+  p.max_logits = nullptr;
+  p.attn_sink = nullptr;
+  p.topk_length = nullptr;
+  EXPECT_TRUE(validate(p).is_ok());
+}
+
+TEST(SparseMlaValidate, RejectsBadScales) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bad : {0.0f, -0.125f, inf, -inf, nan}) {
+    SparseMlaParams p = good_params();
+    p.sm_scale = bad;
+    expect_rejected(p, StatusCode::kInvalidArgument, "sm_scale");
+    p = good_params();
+    p.q_scale = bad;
+    expect_rejected(p, StatusCode::kInvalidArgument, "q_scale");
+    p = good_params();
+    p.kv_scale = bad;
+    expect_rejected(p, StatusCode::kInvalidArgument, "kv_scale");
+  }
+  SparseMlaParams p;  // sm_scale defaults to 0: the caller must set it
+  p.sm_scale = 0.0f;
+  expect_rejected(p, StatusCode::kInvalidArgument, "sm_scale (0) must be finite and > 0");
+}
+
+TEST(SparseMlaValidate, RejectsExtentOverflow) {
+  SparseMlaParams p = good_params();
+  p.kv_row_stride = int64_t{1} << 60;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv extent");
+  p = good_params();
+  p.out_token_stride = int64_t{1} << 60;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out extent");
+}
+
+TEST(SparseMlaValidate, KernelNamesAndUnknownKernel) {
+  EXPECT_STREQ(sparse_mla_kernel_name(SparseMlaKernel::kAuto), "auto");
+  EXPECT_STREQ(sparse_mla_kernel_name(SparseMlaKernel::kFp8), "fp8");
+  EXPECT_STREQ(sparse_mla_kernel_name(SparseMlaKernel::kReference), "reference");
+  EXPECT_STREQ(sparse_mla_kernel_name(static_cast<SparseMlaKernel>(7)), "unknown");
+  SparseMlaParams p = good_params();
+  p.kernel = static_cast<SparseMlaKernel>(7);
+  expect_rejected(p, StatusCode::kInvalidArgument, "kernel (7)");
+}
+
+}  // namespace
+}  // namespace fp8dsa

@@ -1,0 +1,61 @@
+// Internal: a minimal std::thread parallel loop for the CPU references (no thread pool, no OpenMP:
+// the references run a few times per test, so spawning threads per call is cheap enough).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fp8dsa {
+
+// Calls fn(i) for every i in [begin, end), split into contiguous chunks over up to
+// hardware_concurrency threads. fn must be safe to run concurrently for distinct i. The first
+// exception thrown by fn is rethrown on the calling thread after all workers have joined.
+template <typename Fn>
+void parallel_for(int64_t begin, int64_t end, Fn&& fn) {
+  const int64_t count = end - begin;
+  if (count <= 0) return;
+  const int64_t hw = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  const int64_t num_threads = std::min(hw, count);
+  if (num_threads == 1) {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+    return;
+  }
+  // A few chunks per thread, handed out in order, so that uneven items (ragged rows) still balance.
+  const int64_t num_chunks = std::min(count, num_threads * 4);
+  const int64_t chunk = (count + num_chunks - 1) / num_chunks;
+
+  std::mutex mutex;
+  int64_t next_chunk = 0;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (;;) {
+      int64_t c;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (error || next_chunk >= num_chunks) return;
+        c = next_chunk++;
+      }
+      const int64_t lo = begin + c * chunk;
+      const int64_t hi = std::min(end, lo + chunk);
+      try {
+        for (int64_t i = lo; i < hi; ++i) fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(num_threads - 1));
+  for (int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
+  worker();
+  for (auto& thread : threads) thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace fp8dsa

@@ -1,0 +1,76 @@
+// The top-k reference (SPEC 2): exact selection per row, multi-threaded over rows.
+#include "topk/reference_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/parallel_for.h"
+
+namespace fp8dsa::reference {
+namespace {
+
+struct Candidate {
+  float score;
+  int32_t key;
+};
+
+// Strict weak order "a ranks above b": larger score first, NaN below everything (including -inf),
+// equal scores (and NaN pairs) by ascending key so that the reference is deterministic.
+bool ranks_above(const Candidate& a, const Candidate& b) {
+  const bool a_nan = std::isnan(a.score);
+  const bool b_nan = std::isnan(b.score);
+  if (a_nan != b_nan) return b_nan;
+  if (!a_nan && a.score != b.score) return a.score > b.score;
+  return a.key < b.key;
+}
+
+}  // namespace
+
+int32_t topk_page_transform(const TopkParams& p, int64_t row, int32_t index) {
+  if (index < 0) return -1;
+  const int64_t seq = p.row_seq != nullptr ? p.row_seq[row] : row;
+  const int64_t base = p.row_pos_base != nullptr ? p.row_pos_base[row] : p.ks[row];
+  const int64_t pos = int64_t{index} - base;
+  if (seq < 0 || pos < 0) return -1;
+  const int64_t page = pos / p.page_size;
+  if (page >= p.pages_per_seq) return -1;
+  const int64_t entry = p.page_table[seq * p.page_table_stride + page];
+  if (entry < 0) return -1;
+  const int64_t physical = entry * p.page_size + pos % p.page_size;
+  if (physical > std::numeric_limits<int32_t>::max()) return -1;
+  return static_cast<int32_t>(physical);
+}
+
+// Always returns the selection in descending score order (ties by ascending key), which satisfies
+// both the sorted and the unsorted contract; slots past the selection are -1 and columns
+// [k, ld_indices) are untouched.
+Status topk_cpu(const TopkParams& params) {
+  FP8DSA_RETURN_IF_ERROR(validate(params));
+  const TopkParams p = params.resolved();
+  parallel_for(0, p.num_rows, [&](int64_t t) {
+    const int64_t lo = std::clamp<int64_t>(p.ks[t], 0, p.num_keys);
+    const int64_t hi = std::max(lo, std::clamp<int64_t>(p.ke[t], 0, p.num_keys));
+    const float* row = p.logits + t * p.ldl;
+    std::vector<Candidate> candidates;
+    candidates.reserve(static_cast<size_t>(hi - lo));
+    for (int64_t s = lo; s < hi; ++s) candidates.push_back({row[s], static_cast<int32_t>(s)});
+
+    const int64_t selected = std::min<int64_t>(p.k, hi - lo);
+    auto first = candidates.begin();
+    auto middle = first + selected;
+    if (middle != candidates.end()) std::nth_element(first, middle, candidates.end(), ranks_above);
+    std::sort(first, middle, ranks_above);
+
+    int32_t* out = p.indices + t * p.ld_indices;
+    for (int64_t i = 0; i < selected; ++i) {
+      const int32_t key = candidates[static_cast<size_t>(i)].key;
+      out[i] = p.page_table != nullptr ? topk_page_transform(p, t, key) : key;
+    }
+    std::fill(out + selected, out + p.k, -1);
+  });
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::reference

@@ -1,0 +1,262 @@
+#include "common/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <unordered_set>
+
+#include "fp8dsa/fp8.h"
+
+namespace fp8dsa::testing {
+namespace {
+
+constexpr int kMaxReported = 5;  // failing rows quoted in a description
+
+void clamp_range(const int32_t* ks, const int32_t* ke, int64_t t, int64_t n, int64_t* lo, int64_t* hi) {
+  *lo = std::clamp<int64_t>(ks[t], 0, n);
+  *hi = std::max(*lo, std::clamp<int64_t>(ke[t], 0, n));
+}
+
+// NaN ranks below everything, as in the top-k contract.
+bool ranks_above(double a, double b) {
+  if (std::isnan(a)) return false;
+  if (std::isnan(b)) return true;
+  return a > b;
+}
+
+bool tied(double a, double b, const TopkCheckOptions& o) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;
+  if (!std::isfinite(a) || !std::isfinite(b)) return false;
+  return std::abs(a - b) <= o.rel_tol * std::max(std::abs(a), std::abs(b)) + o.abs_tol;
+}
+
+template <typename Score>
+TopkCheck check_topk_impl(const int32_t* indices, int64_t ld_indices, int k, const Score* scores,
+                          int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
+                          const int32_t* ke, const TopkCheckOptions& o) {
+  TopkCheck c;
+  c.rows = num_rows;
+  std::ostringstream failures;
+  int reported = 0;
+  std::vector<double> got, expected;
+  std::unordered_set<int32_t> seen;
+  for (int64_t t = 0; t < num_rows; ++t) {
+    int64_t lo, hi;
+    clamp_range(ks, ke, t, num_keys, &lo, &hi);
+    const int64_t want = std::min<int64_t>(k, hi - lo);
+    const int32_t* row = indices + t * ld_indices;
+    const Score* s = scores + t * ld_scores;
+    std::ostringstream why;
+
+    got.clear();
+    seen.clear();
+    int64_t count = 0, out_of_range = 0, duplicates = 0;
+    bool padding_seen = false, misplaced = false, order_broken = false;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t idx = row[j];
+      if (idx == -1) {
+        padding_seen = true;
+        continue;
+      }
+      ++count;
+      if (padding_seen) misplaced = true;
+      if (idx < lo || idx >= hi) {
+        ++out_of_range;
+        continue;
+      }
+      if (!seen.insert(idx).second) ++duplicates;
+      const double score = static_cast<double>(s[idx]);
+      if (o.sorted && !got.empty() && ranks_above(score, got.back()) && !tied(score, got.back(), o)) {
+        order_broken = true;
+      }
+      got.push_back(score);
+    }
+    if (count != want) why << " count " << count << " != " << want << ";";
+    if (out_of_range) why << " " << out_of_range << " outside [" << lo << ", " << hi << ");";
+    if (duplicates) why << " " << duplicates << " duplicates;";
+    if (o.padding_at_end && misplaced) why << " -1 before a selected index;";
+    if (o.sorted && order_broken) why << " not in descending order;";
+
+    bool selection_wrong = false;
+    if (out_of_range == 0 && duplicates == 0 && count == want) {
+      expected.assign(s + lo, s + hi);
+      auto middle = expected.begin() + want;
+      if (middle != expected.end()) std::nth_element(expected.begin(), middle, expected.end(), ranks_above);
+      expected.resize(static_cast<size_t>(want));
+      std::sort(expected.begin(), expected.end(), ranks_above);
+      std::sort(got.begin(), got.end(), ranks_above);
+      for (int64_t j = 0; j < want; ++j) {
+        if (!tied(got[static_cast<size_t>(j)], expected[static_cast<size_t>(j)], o)) {
+          why << " rank " << j << ": selected score " << got[static_cast<size_t>(j)] << " vs exact "
+              << expected[static_cast<size_t>(j)] << ";";
+          selection_wrong = true;
+          break;
+        }
+      }
+    }
+
+    c.out_of_range += out_of_range;
+    c.duplicates += duplicates;
+    c.wrong_count += count != want;
+    c.misplaced_padding += o.padding_at_end && misplaced;
+    c.order_violations += o.sorted && order_broken;
+    c.wrong_selection += selection_wrong;
+    const std::string reason = why.str();
+    if (!reason.empty()) {
+      ++c.bad_rows;
+      if (reported++ < kMaxReported) failures << "\n  row " << t << ":" << reason;
+    }
+  }
+  c.passed = c.bad_rows == 0;
+  std::ostringstream d;
+  d << "top-k check: " << c.bad_rows << " of " << c.rows << " rows bad (out_of_range " << c.out_of_range
+    << ", duplicates " << c.duplicates << ", wrong_count " << c.wrong_count << ", misplaced_padding "
+    << c.misplaced_padding << ", wrong_selection " << c.wrong_selection << ", order_violations "
+    << c.order_violations << ")" << failures.str();
+  c.description = d.str();
+  return c;
+}
+
+}  // namespace
+
+double calc_diff(const double* x, const double* y, size_t n) {
+  double xy = 0.0, sq = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    xy += x[i] * y[i];
+    sq += x[i] * x[i] + y[i] * y[i];
+  }
+  if (sq == 0.0) return 0.0;
+  return 1.0 - 2.0 * xy / sq;
+}
+
+IndexerCheck check_indexer_logits(const float* got, int64_t ldl, const double* ref, int64_t num_tokens,
+                                  int64_t num_keys, const int32_t* ks, const int32_t* ke, double max_diff,
+                                  double rel_max_abs) {
+  IndexerCheck c;
+  std::vector<double> x, y;
+  std::ostringstream failures;
+  int reported = 0;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    int64_t lo, hi;
+    clamp_range(ks, ke, t, num_keys, &lo, &hi);
+    for (int64_t s = lo; s < hi; ++s) {
+      const double g = got[t * ldl + s];
+      const double r = ref[t * num_keys + s];
+      ++c.cells;
+      if (!std::isfinite(r) || !std::isfinite(g)) {
+        const bool same = (std::isnan(r) && std::isnan(g)) || r == g;
+        if (!same) {
+          ++c.non_finite_mismatches;
+          if (reported++ < kMaxReported) failures << "\n  [" << t << ", " << s << "] got " << g << " ref " << r;
+        }
+        continue;
+      }
+      x.push_back(g);
+      y.push_back(r);
+      c.max_abs_error = std::max(c.max_abs_error, std::abs(g - r));
+      c.max_abs_ref = std::max(c.max_abs_ref, std::abs(r));
+    }
+  }
+  c.diff = calc_diff(x.data(), y.data(), x.size());
+  c.passed = c.diff < max_diff && c.max_abs_error <= rel_max_abs * c.max_abs_ref && c.non_finite_mismatches == 0;
+  std::ostringstream d;
+  d << "indexer check over " << c.cells << " cells: calc_diff " << c.diff << " (limit " << max_diff
+    << "), max abs error " << c.max_abs_error << " (limit " << rel_max_abs * c.max_abs_ref << " = "
+    << rel_max_abs << " * max|ref| " << c.max_abs_ref << "), non-finite mismatches "
+    << c.non_finite_mismatches << failures.str();
+  c.description = d.str();
+  return c;
+}
+
+TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const double* scores,
+                     int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
+                     const int32_t* ke, const TopkCheckOptions& options) {
+  return check_topk_impl(indices, ld_indices, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
+}
+
+TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const float* scores,
+                     int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
+                     const int32_t* ke, const TopkCheckOptions& options) {
+  return check_topk_impl(indices, ld_indices, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
+}
+
+SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<double>& ref_out,
+                                const std::vector<double>& ref_lse,
+                                const std::vector<double>& ref_max_logits, int64_t num_tokens,
+                                int num_heads, int d_v, const SparseMlaTolerance& tol) {
+  SparseMlaCheck c;
+  const int64_t head_stride = got.out_head_stride != 0 ? got.out_head_stride : d_v;
+  const int64_t token_stride = got.out_token_stride != 0 ? got.out_token_stride : num_heads * head_stride;
+  std::ostringstream failures;
+  int reported = 0;
+  double dot = 0.0, got_sq = 0.0, ref_sq = 0.0, err_sq = 0.0;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    for (int h = 0; h < num_heads; ++h) {
+      const int64_t th = t * num_heads + h;
+      const uint16_t* o = got.out + t * token_stride + h * head_stride;
+      const double* r = ref_out.data() + th * d_v;
+      bool all_zero = true;
+      for (int c_ = 0; c_ < d_v; ++c_) {
+        const double g = bf16_to_float(o[c_]);
+        if (!std::isfinite(g)) {
+          ++c.non_finite_out;
+          continue;
+        }
+        all_zero = all_zero && g == 0.0;
+        dot += g * r[c_];
+        got_sq += g * g;
+        ref_sq += r[c_] * r[c_];
+        err_sq += (g - r[c_]) * (g - r[c_]);
+      }
+      const double lse = got.lse != nullptr ? got.lse[th] : ref_lse[th];
+      const double max_logit = got.max_logits != nullptr ? got.max_logits[th] : ref_max_logits[th];
+      if (std::isinf(ref_lse[th]) && ref_lse[th] > 0) {
+        ++c.empty_rows;
+        const bool ok = all_zero && std::isinf(lse) && lse > 0 && std::isinf(max_logit) && max_logit < 0;
+        if (!ok) {
+          ++c.convention_mismatches;
+          if (reported++ < kMaxReported) {
+            failures << "\n  [" << t << ", " << h << "] no valid key: out all zero " << all_zero << ", lse "
+                     << lse << ", max_logits " << max_logit;
+          }
+        }
+        continue;
+      }
+      const double lse_err = std::abs(lse - ref_lse[th]);
+      const double max_err = std::abs(max_logit - ref_max_logits[th]);
+      // NaN errors must fail, hence the negated comparisons.
+      const bool lse_ok = lse_err <= tol.max_lse_error;
+      const bool max_ok = max_err <= tol.max_max_logits_error + 1e-5 * std::abs(ref_max_logits[th]);
+      c.max_lse_error = std::max(c.max_lse_error, std::isnan(lse_err) ? INFINITY : lse_err);
+      c.max_max_logits_error = std::max(c.max_max_logits_error, std::isnan(max_err) ? INFINITY : max_err);
+      if (!lse_ok || !max_ok) {
+        ++c.lse_failures;
+        if (reported++ < kMaxReported) {
+          failures << "\n  [" << t << ", " << h << "] lse " << lse << " vs " << ref_lse[th] << ", max_logits "
+                   << max_logit << " vs " << ref_max_logits[th];
+        }
+      }
+    }
+  }
+  if (ref_sq == 0.0 && got_sq == 0.0) {
+    c.rel_l2 = 0.0;
+    c.cosine = 1.0;
+  } else {
+    c.rel_l2 = ref_sq == 0.0 ? INFINITY : std::sqrt(err_sq / ref_sq);
+    c.cosine = (ref_sq == 0.0 || got_sq == 0.0) ? 0.0 : dot / std::sqrt(ref_sq * got_sq);
+  }
+  c.passed = c.rel_l2 <= tol.max_rel_l2 && c.cosine >= tol.min_cosine && c.convention_mismatches == 0 &&
+             c.non_finite_out == 0 && c.lse_failures == 0;
+  std::ostringstream d;
+  d << "sparse MLA check over " << num_tokens << " x " << num_heads << " rows: rel L2 " << c.rel_l2
+    << " (limit " << tol.max_rel_l2 << "), cosine " << c.cosine << " (min " << tol.min_cosine
+    << "), max lse error " << c.max_lse_error << " (limit " << tol.max_lse_error << "), max max_logits error "
+    << c.max_max_logits_error << ", empty rows " << c.empty_rows << " (convention mismatches "
+    << c.convention_mismatches << "), non-finite out " << c.non_finite_out << ", lse/max failures "
+    << c.lse_failures << failures.str();
+  c.description = d.str();
+  return c;
+}
+
+}  // namespace fp8dsa::testing

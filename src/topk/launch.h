@@ -1,0 +1,30 @@
+// Internal: the two top-k launch paths and the choice between them (the benchmark and the tests
+// force a path through these; topk() goes through choose_launch()).
+#pragma once
+
+#include <cstdint>
+
+#include "fp8dsa/status.h"
+#include "fp8dsa/topk.h"
+
+namespace fp8dsa::topk_impl {
+
+struct LaunchConfig {
+  bool split = false;     // few long rows: several CTAs per row (needs the workspace)
+  int threads = 1024;     // one-CTA-per-row path: 512 or 1024
+  int64_t cache_keys = -1;  // one-CTA-per-row path: keys of the row kept in shared memory; -1: as many as fit
+  int chunks = 0;         // split path: CTAs per row (2..kSplitMaxChunks)
+};
+
+// The measured choice for these resolved params on the current device.
+LaunchConfig choose_launch(const TopkParams& resolved);
+
+// Launches on resolved, validated params (no checks beyond the launch's own). Asynchronous.
+Status launch_row_kernel(const TopkParams& resolved, int threads, int64_t cache_keys);
+Status launch_split(const TopkParams& resolved, int chunks);
+Status launch(const TopkParams& resolved, const LaunchConfig& config);
+
+// Largest CTA count per row the split path may use for this shape (0: split not possible).
+int max_split_chunks(const TopkParams& resolved);
+
+}  // namespace fp8dsa::topk_impl

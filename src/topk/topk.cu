@@ -1,0 +1,86 @@
+// Public top-k entry points: argument checks, workspace query and the choice of launch path.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/topk.h"
+#include "topk/config.h"
+#include "topk/launch.h"
+
+namespace fp8dsa {
+namespace topk_impl {
+
+// Path choice, measured on an H200 (bench/topk_timing.cu, median of 15, full rows, k = 2048):
+// - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
+//   ~0.04 ms of chained launches. T=16 / T=1 x 131072: split 0.053 / 0.042 ms vs one CTA a row
+//   0.072 / 0.067; T=64 x 131072: one CTA a row 0.073 vs best split 0.111; T<=64 x 32768: one CTA
+//   a row 0.025-0.028 vs split >= 0.040; T=1 / 8 / 64 x 1M: split 0.045 / 0.109 / 0.62 vs 0.93 /
+//   0.97 / 1.05. About 2 split CTAs per SM was best.
+// - One CTA a row: with more rows than SMs, 512 threads caching 12288 keys (two CTAs per SM, the
+//   rest of the row re-read from L2) beat 1024 threads caching the whole row (one CTA per SM):
+//   4096 x 32768: 0.542 vs 0.642 ms; 4096 x 8192: 0.204 vs 0.366; 8192 x 65536: 2.10 vs 2.16.
+//   With few rows the 1024-thread CTA wins (64 x 131072: 0.073 vs 0.099).
+inline constexpr int kSplitMinCtasPerSm = 2;
+inline constexpr int64_t kSplitMinRowKeys = 65536;
+inline constexpr int64_t kSplitMinKeysPerRow = 8192;  // split only while N >= this * T
+inline constexpr int kManyRowsThreads = 512;
+inline constexpr int64_t kManyRowsCacheKeys = 12288;  // keeps a 512-thread CTA within half an SM's shared memory
+inline constexpr int kFewRowsThreads = 1024;
+
+LaunchConfig choose_launch(const TopkParams& p) {
+  LaunchConfig config;
+  const int64_t sms = std::max(1, device_sm_count());
+  const int max_chunks = max_split_chunks(p);
+  if (max_chunks >= 2 && p.num_keys >= kSplitMinRowKeys && p.num_keys >= kSplitMinKeysPerRow * p.num_rows) {
+    const int64_t want = (kSplitMinCtasPerSm * sms + p.num_rows - 1) / p.num_rows;
+    const int chunks = static_cast<int>(std::min<int64_t>(want, max_chunks));
+    if (chunks >= 2) {
+      config.split = true;
+      config.chunks = chunks;
+      return config;
+    }
+  }
+  if (p.num_rows > sms) {
+    config.threads = kManyRowsThreads;
+    config.cache_keys = kManyRowsCacheKeys;
+  } else {
+    config.threads = kFewRowsThreads;
+    config.cache_keys = -1;
+  }
+  return config;
+}
+
+Status launch(const TopkParams& p, const LaunchConfig& config) {
+  return config.split ? launch_split(p, config.chunks)
+                      : launch_row_kernel(p, config.threads, config.cache_keys);
+}
+
+}  // namespace topk_impl
+
+size_t topk_workspace_bytes(const TopkParams& params) {
+  const TopkParams p = params.resolved();
+  // Only the split path (at most kSplitMaxRows rows) uses workspace; its size depends on the shape.
+  if (p.num_rows < 1 || p.num_rows > topk_impl::kSplitMaxRows) return 0;
+  return static_cast<size_t>(p.num_rows) * sizeof(topk_impl::SplitRowWorkspace);
+}
+
+Status topk(const TopkParams& params) {
+  FP8DSA_RETURN_IF_ERROR(validate(params));
+  FP8DSA_RETURN_IF_ERROR(check_device());
+  const TopkParams p = params.resolved();
+  const size_t need = topk_workspace_bytes(p);
+  if (p.workspace_bytes < need || (need > 0 && p.workspace == nullptr)) {
+    return {StatusCode::kWorkspaceTooSmall,
+            "topk: workspace_bytes (" + std::to_string(p.workspace_bytes) +
+                (p.workspace == nullptr ? ", workspace null" : "") +
+                ") is below topk_workspace_bytes() (" + std::to_string(need) + ")"};
+  }
+  if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0) {
+    return invalid_argument("topk: workspace must be 256-byte aligned");
+  }
+  if (p.num_rows == 0) return Status::ok();
+  return topk_impl::launch(p, topk_impl::choose_launch(p));
+}
+
+}  // namespace fp8dsa

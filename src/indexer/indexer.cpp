@@ -1,1 +1,34 @@
-// indexer
+// The public indexer entry point: validates, passes the device gate, then runs the kernel that
+// params.kernel names (kAuto asks the router, router.cpp).
+#include <string>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/indexer.h"
+#include "indexer/scorers.h"
+
+namespace fp8dsa {
+namespace indexer_detail {
+
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning) {
+  return params.head_dim == 64 ? run_q_resident_d64(params, tuning) : run_q_resident_d128(params, tuning);
+}
+
+}  // namespace indexer_detail
+
+Status indexer_logits(const IndexerParams& params) {
+  FP8DSA_RETURN_IF_ERROR(validate(params));
+  FP8DSA_RETURN_IF_ERROR(check_device());
+  const IndexerKernel kernel =
+      params.kernel == IndexerKernel::kAuto ? indexer_route(params) : params.kernel;
+  if (kernel == IndexerKernel::kReference) return reference::indexer_logits_gpu(params);
+  if (kernel != IndexerKernel::kQResident && kernel != IndexerKernel::kKResident) {
+    return invalid_argument("indexer: unknown kernel id " + std::to_string(static_cast<int>(kernel)));
+  }
+  const IndexerParams p = params.resolved();
+  if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
+  if (p.fill_masked) FP8DSA_RETURN_IF_ERROR(indexer_detail::fill_masked_cells(p));
+  return kernel == IndexerKernel::kQResident ? indexer_detail::run_q_resident(p)
+                                             : indexer_detail::run_k_resident(p);
+}
+
+}  // namespace fp8dsa

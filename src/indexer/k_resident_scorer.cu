@@ -1,0 +1,77 @@
+// Host side of the K-resident scorer: grid (key tiles) x (token chunks), both head dims.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#include "hopper/tma_map.h"
+#include "indexer/k_resident_scorer.cuh"
+
+namespace fp8dsa::indexer_detail {
+namespace {
+
+template <class Cfg>
+Status launch_k_resident(const IndexerParams& p) {
+  CUtensorMap k_map{}, q_map{};
+  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_2d_u8(
+      &k_map, p.k, static_cast<uint64_t>(p.num_keys), Cfg::kDim, static_cast<uint64_t>(p.k_row_stride),
+      Cfg::kKeyTile, Cfg::kDim, Cfg::kSwizzle));
+  const uint64_t q_dims[3] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(Cfg::kHeads),
+                              static_cast<uint64_t>(p.num_tokens)};
+  const uint64_t q_strides[2] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(p.q_token_stride)};
+  const uint32_t q_box[3] = {static_cast<uint32_t>(Cfg::kDim), static_cast<uint32_t>(Cfg::kHeads),
+                             static_cast<uint32_t>(Cfg::kTokens)};
+  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_3d_u8(&q_map, p.q, q_dims, q_strides, q_box, Cfg::kSwizzle));
+
+  ScorerArgs args;
+  args.num_tokens = p.num_tokens;
+  args.num_keys = p.num_keys;
+  args.w = p.w;
+  args.w_stride = p.w_token_stride;
+  args.k_scale = p.k_scale;
+  args.ks = p.ks;
+  args.ke = p.ke;
+  args.logits = p.logits;
+  args.ldl = p.ldl;
+  const int64_t token_blocks = (p.num_tokens + Cfg::kTokens - 1) / Cfg::kTokens;
+  const int64_t key_tiles = (p.num_keys + Cfg::kKeyTile - 1) / Cfg::kKeyTile;
+  if (token_blocks > INT32_MAX || key_tiles > INT32_MAX) {
+    return invalid_argument("indexer k_resident: too many tokens or keys");
+  }
+  args.num_token_blocks = static_cast<int>(token_blocks);
+  // Token chunks: enough CTAs for about 8 per SM, never more chunks than token blocks.
+  const int64_t target = 8 * static_cast<int64_t>(device_sm_count());
+  const int64_t chunks = std::clamp<int64_t>((target + key_tiles - 1) / key_tiles, 1,
+                                             std::min<int64_t>(token_blocks, 65535));
+  auto kernel = k_resident_scorer_kernel<Cfg>;
+  FP8DSA_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  const dim3 grid(static_cast<unsigned>(key_tiles), static_cast<unsigned>(chunks));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, p.stream>>>(k_map, q_map, args);
+  FP8DSA_RETURN_IF_LAUNCH_FAILED("k_resident_scorer_kernel");
+  return Status::ok();
+}
+
+template <int kDim>
+Status run_dim(const IndexerParams& p) {
+  switch (p.num_heads) {
+    case 64: return launch_k_resident<KResidentConfig<64, kDim, 4>>(p);
+    case 32: return launch_k_resident<KResidentConfig<32, kDim, 4>>(p);
+    case 16: return launch_k_resident<KResidentConfig<16, kDim, 4>>(p);
+    case 8: return launch_k_resident<KResidentConfig<8, kDim, 4>>(p);
+    case 4: return launch_k_resident<KResidentConfig<4, kDim, 4>>(p);
+    default: break;
+  }
+  return invalid_argument("indexer k_resident: num_heads " + std::to_string(p.num_heads) +
+                          " is not one of {4, 8, 16, 32, 64}");
+}
+
+}  // namespace
+
+Status run_k_resident(const IndexerParams& p) {
+  return p.head_dim == 64 ? run_dim<64>(p) : run_dim<128>(p);
+}
+
+}  // namespace fp8dsa::indexer_detail

@@ -1,0 +1,242 @@
+// Q-resident / K-streaming prefill scorer (seed 002, Hopper form).
+//
+// One CTA owns a block of query tokens whose Q rows, [(token, head)][D] e4m3, stay in shared
+// memory as the wgmma B operand(s), kCols = (tokens of one B) * H columns each. Key tiles of 64 rows
+// (the A operand, M = 64) stream through a kStages-deep TMA ring. Warp roles:
+//   - the last warpgroup is the producer: one thread issues the Q load and the K tile loads; the
+//     group gives its registers back (setmaxnreg) to the consumers;
+//   - kConsumers consumer warpgroups. With kShareTiles each owns its own B block (the CTA holds
+//     kConsumers * kCols / H tokens) and every consumer scores every key tile, so a K tile read
+//     from L2 feeds kConsumers times the MMA work; otherwise they share one B block and take the
+//     key tiles round-robin. A consumer issues the tile's D / 32 wgmma (m64 n kCols k32, SS),
+//     releases the stage as soon as the MMA has read it, and runs the relu x w head-sum epilogue
+//     in registers while the other consumers' MMAs keep the tensor cores busy.
+// Only key tiles inside [min ks, max ke) of the block are loaded; each stored cell is checked
+// against its own token's [ks, ke). The grid is ordered last-token-block first, so under a causal
+// guard the longest blocks start first; `key_splits` cuts each block's key range into equal parts
+// (separate CTAs, no reduction needed: every (token, key) cell is independent) to fill the machine
+// when there are few token blocks.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "hopper/mbarrier.cuh"
+#include "hopper/smem_descriptor.h"
+#include "hopper/tma.cuh"
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+#include "indexer/scorer_epilogue.cuh"
+#include "indexer/scorers.h"
+
+namespace fp8dsa::indexer_detail {
+
+template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_>
+struct QResidentConfig {
+  static constexpr int kHeads = kHeads_;
+  static constexpr int kDim = kDim_;
+  static constexpr int kCols = kCols_;
+  static constexpr int kConsumers = kConsumers_;
+  static constexpr int kStages = kStages_;
+  static constexpr bool kShareTiles = kShareTiles_;
+  static constexpr int kWgTokens = kCols / kHeads;  // tokens of one B block
+  static constexpr int kBlocks = kShareTiles ? kConsumers : 1;
+  static constexpr int kTokens = kBlocks * kWgTokens;  // tokens of the CTA
+  static constexpr int kKeyTile = 64;  // wgmma M
+  static constexpr int kThreads = (kConsumers + 1) * 128;
+  static constexpr hopper::Swizzle kSwizzle = kDim == 128 ? hopper::Swizzle::k128B : hopper::Swizzle::k64B;
+  static_assert(kDim == 64 || kDim == 128, "D in {64, 128}: one swizzle atom per row");
+  static_assert(hopper::swizzle_width_bytes(kSwizzle) == kDim, "a row is exactly one swizzle atom");
+  static constexpr int kQBytes = kBlocks * kCols * kDim;
+  static constexpr int kTileBytes = kKeyTile * kDim;
+  // Every operand tile starts on a 1024-byte boundary (descriptor base_offset = 0).
+  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles keep 1024-byte alignment");
+  static constexpr int kBoundsOffset = kQBytes + kStages * kTileBytes;
+  static constexpr int kMaxTokens = 128;
+  static constexpr int kBarrierOffset = kBoundsOffset + kMaxTokens * 8;  // int2 bounds per token
+  static_assert(kTokens <= kMaxTokens && kTokens <= 256, "bounds table / TMA box hold the block");
+  static constexpr uint32_t kEmptyArrivals = 4 * (kShareTiles ? kConsumers : 1);
+  static constexpr int kSmemBytes = kBarrierOffset + (2 * kStages + 1) * 8 + 1024;  // + align slack
+  static_assert(kSmemBytes <= 227 * 1024, "fits the opt-in shared memory of one SM");
+
+  // Register split: the producer keeps a few, the consumers take the rest of the 64K file.
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegsRaw = (65536 / 128 - kProducerRegs) / kConsumers;
+  static constexpr int kConsumerRegs = (kConsumerRegsRaw > 240 ? 240 : kConsumerRegsRaw) / 8 * 8;
+  static_assert(kConsumerRegs * kConsumers * 128 + kProducerRegs * 128 <= 65536, "register file");
+  static_assert(kWgTokens * kHeads == kCols, "whole tokens per B block");
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    q_resident_scorer_kernel(const __grid_constant__ CUtensorMap k_map,
+                             const __grid_constant__ CUtensorMap q_map, const ScorerArgs args) {
+  using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
+  constexpr int kKeyTile = Cfg::kKeyTile;
+  extern __shared__ uint8_t smem_raw[];
+  // Dynamic shared memory is only guaranteed 16-byte aligned: round up to the swizzle boundary.
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* q_smem = smem;
+  uint8_t* k_smem = smem + Cfg::kQBytes;
+  int2* bounds = reinterpret_cast<int2*>(smem + Cfg::kBoundsOffset);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
+  uint64_t* empty = full + Cfg::kStages;
+  uint64_t* q_full = empty + Cfg::kStages;
+  __shared__ int block_range[2];
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int item = blockIdx.x;
+  const int token_block = args.num_token_blocks - 1 - item / args.key_splits;  // longest first
+  const int split = item % args.key_splits;
+  const int64_t first_token = static_cast<int64_t>(token_block) * Cfg::kTokens;
+
+  if (warp == 0) {
+    // Clamp each token's bounds to [0, N]; an empty or absent token gets [0, 0).
+    int lo = INT32_MAX, hi = 0;
+#pragma unroll
+    for (int i = lane; i < Cfg::kMaxTokens; i += 32) {
+      int2 b = make_int2(0, 0);
+      const int64_t t = first_token + i;
+      if (i < Cfg::kTokens && t < args.num_tokens) {
+        const int64_t n = args.num_keys;
+        const int64_t s = args.ks[t] < 0 ? 0 : (args.ks[t] > n ? n : args.ks[t]);
+        const int64_t e = args.ke[t] < 0 ? 0 : (args.ke[t] > n ? n : args.ke[t]);
+        if (e > s) b = make_int2(static_cast<int>(s), static_cast<int>(e));
+      }
+      if (i < Cfg::kTokens) bounds[i] = b;
+      if (b.y > b.x) {
+        lo = min(lo, b.x);
+        hi = max(hi, b.y);
+      }
+    }
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    if (lane == 0) {
+      block_range[0] = lo;
+      block_range[1] = hi;
+      for (int s = 0; s < Cfg::kStages; ++s) {
+        hopper::mbarrier_init(&full[s], 1);
+        hopper::mbarrier_init(&empty[s], Cfg::kEmptyArrivals);  // one per warp of each consumer
+      }
+      hopper::mbarrier_init(q_full, 1);
+      hopper::mbarrier_init_fence();
+    }
+  }
+  __syncthreads();
+  const int lo = block_range[0], hi = block_range[1];
+  if (hi <= lo) return;  // every token of the block is empty
+  const int tile_lo = lo / kKeyTile;
+  const int tile_count_all = static_cast<int>((int64_t{hi} + kKeyTile - 1) / kKeyTile) - tile_lo;  // hi may be ~2^31
+  const int tile_begin = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * split / args.key_splits);
+  const int tile_end = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * (split + 1) / args.key_splits);
+  const int num_tiles = tile_end - tile_begin;
+  if (num_tiles <= 0) return;
+
+  const int wg = tid / 128;
+  if (wg == Cfg::kConsumers) {
+    // Producer.
+    hopper::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (warp % 4 == 0 && hopper::elect_one_sync()) {
+      hopper::tma_prefetch_descriptor(&k_map);
+      hopper::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
+      hopper::tma_load_3d(q_smem, &q_map, q_full, 0, 0, static_cast<int32_t>(first_token));
+      for (int i = 0; i < num_tiles; ++i) {
+        const int stage = i % Cfg::kStages;
+        const int use = i / Cfg::kStages;
+        if (use > 0) hopper::mbarrier_wait(&empty[stage], (use - 1) & 1);
+        hopper::mbarrier_arrive_expect_tx(&full[stage], Cfg::kTileBytes);
+        hopper::tma_load_2d(k_smem + stage * Cfg::kTileBytes, &k_map, &full[stage], 0,
+                            (tile_begin + i) * kKeyTile);
+      }
+    }
+    return;
+  }
+
+  // Consumers.
+  hopper::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+  const int wg_warp = warp % 4;
+  // This consumer's B block and its first token inside the CTA's block.
+  const int wg_token0 = Cfg::kShareTiles ? wg * Cfg::kWgTokens : 0;
+  float w_reg[Epi::kWeightRegs];
+  Epi::load_weights(w_reg, args.w, args.w_stride, first_token + wg_token0, args.num_tokens, lane);
+  const uint32_t q_addr = hopper::smem_address(q_smem) + (Cfg::kShareTiles ? wg * Cfg::kCols * Cfg::kDim : 0);
+  const uint32_t k_addr = hopper::smem_address(k_smem);
+  // Descriptors are built once and advanced by byte offsets (advance_descriptor): a row is one
+  // swizzle atom, so a K step is +32 bytes of start address and a stage +kTileBytes, and shared
+  // addresses stay below 2^18, so the 14-bit start field never wraps. Equal, bit for bit, to
+  // kmajor_descriptor() of the offset address, at a fraction of the per-tile instructions.
+  static_assert(Cfg::kSmemBytes + 1024 < (1 << 18), "descriptor start field holds every address");
+  const uint64_t desc_a0 = hopper::kmajor_descriptor(k_addr, Cfg::kSwizzle, kKeyTile, 0);
+  const uint64_t desc_b0 = hopper::kmajor_descriptor(q_addr, Cfg::kSwizzle, Cfg::kCols, 0);
+  hopper::mbarrier_wait(q_full, 0);
+
+  // Ping-pong: the consumers issue their MMAs in a fixed rotation (named barrier 1 + c is "your
+  // turn, consumer c"), so the tensor cores run one consumer's tile while the previous consumer
+  // runs its epilogue. Without it, consumers released by the same stage issue together, their
+  // wgmmas interleave, they finish together and the tensor cores idle through both epilogues.
+  const bool ping_pong = args.ping_pong && Cfg::kConsumers > 1;
+  const uint32_t my_turn = 1 + wg;
+  const uint32_t next_turn = 1 + (wg + 1) % Cfg::kConsumers;
+  constexpr uint32_t kPairThreads = 256;
+  if (ping_pong && wg == Cfg::kConsumers - 1) hopper::named_barrier_arrive(next_turn, kPairThreads);
+
+  // A lane stores the same (token, row half) slots for every tile: keep their bounds in registers
+  // when there are few (the loop's asm barriers keep the compiler from hoisting the loads).
+  constexpr bool kBoundsInRegs = Epi::kFinal <= 4;
+  int2 my_bounds[kBoundsInRegs ? Epi::kFinal : 1];
+  if constexpr (kBoundsInRegs) {
+#pragma unroll
+    for (int j = 0; j < Epi::kFinal; ++j) my_bounds[j] = bounds[wg_token0 + Epi::token_of(lane, Epi::final_index(lane, j))];
+  }
+
+  constexpr int kTileStep = Cfg::kShareTiles ? 1 : Cfg::kConsumers;
+  for (int i = Cfg::kShareTiles ? 0 : wg; i < num_tiles; i += kTileStep) {
+    const int stage = i % Cfg::kStages;
+    const int key0 = (tile_begin + i) * kKeyTile + wg_warp * 16 + lane / 4;  // row half 0; +8 for 1
+    hopper::mbarrier_wait(&full[stage], (i / Cfg::kStages) & 1);
+    float acc[Epi::kAccRegs];
+    if (ping_pong) hopper::named_barrier_sync(my_turn, kPairThreads);
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < Cfg::kDim / 32; ++k) {
+      const uint64_t desc_a = hopper::advance_descriptor(desc_a0, stage * Cfg::kTileBytes + k * 32);
+      const uint64_t desc_b = hopper::advance_descriptor(desc_b0, k * 32);
+      hopper::WgmmaE4m3<Cfg::kCols>::ss(acc, desc_a, desc_b, k > 0);
+    }
+    hopper::wgmma_commit_group();
+    if (ping_pong) {
+      // Pass the turn on unless nobody issues after this MMA (a dangling arrival would be left).
+      const bool last = Cfg::kShareTiles ? (wg == Cfg::kConsumers - 1 && i == num_tiles - 1) : i + 1 >= num_tiles;
+      if (!last) hopper::named_barrier_arrive(next_turn, kPairThreads);
+    }
+    // Issued while the MMA runs.
+    const float scale0 = key0 < args.num_keys ? __ldg(args.k_scale + key0) : 0.0f;
+    const float scale1 = key0 + 8 < args.num_keys ? __ldg(args.k_scale + key0 + 8) : 0.0f;
+    hopper::wgmma_wait_group<0>();
+    hopper::wgmma_fence_operands(acc);
+    // The stage has been read: hand it back before the epilogue.
+    __syncwarp();
+    if (lane == 0) hopper::mbarrier_arrive(&empty[stage]);
+    if (args.mma_only) continue;
+
+    float part[Epi::kParts];
+    Epi::reduce(acc, w_reg, part, lane);
+    if (Epi::owner(lane)) {
+#pragma unroll
+      for (int j = 0; j < Epi::kFinal; ++j) {
+        const int index = Epi::final_index(lane, j);
+        const int token = wg_token0 + Epi::token_of(lane, index);
+        const int key = key0 + 8 * (index & 1);
+        const int2 b = kBoundsInRegs ? my_bounds[kBoundsInRegs ? j : 0] : bounds[token];
+        if (key >= b.x && key < b.y) {
+          args.logits[(first_token + token) * args.ldl + key] = part[j] * ((index & 1) ? scale1 : scale0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace fp8dsa::indexer_detail

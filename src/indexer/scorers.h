@@ -1,0 +1,53 @@
+// Internal: the tensor-core indexer scorers and their launch knobs. indexer.cpp dispatches here;
+// the timing driver (tests/indexer/indexer_timing.cu) calls these directly to compare variants.
+#pragma once
+
+#include <cstdint>
+
+#include "fp8dsa/indexer.h"
+#include "fp8dsa/status.h"
+
+namespace fp8dsa::indexer_detail {
+
+// Device-side arguments shared by the scorers (strides resolved, in elements).
+struct ScorerArgs {
+  int64_t num_tokens = 0;
+  int64_t num_keys = 0;
+  const float* w = nullptr;
+  int64_t w_stride = 0;
+  const float* k_scale = nullptr;
+  const int32_t* ks = nullptr;
+  const int32_t* ke = nullptr;
+  float* logits = nullptr;
+  int64_t ldl = 0;
+  int num_token_blocks = 0;  // Q-resident: blocks of kTokens tokens; K-resident: token chunks
+  int key_splits = 1;        // Q-resident: parts each token block's key range is cut into
+  bool mma_only = false;     // timing only: skip the epilogue (writes nothing) to see the MMA bound
+  bool ping_pong = true;     // Q-resident: consumers issue their MMAs in rotation
+};
+
+// Q-resident variants (see q_resident_scorer.cuh). Wide: B = 256 (token, head) columns, two
+// consumer warpgroups; narrow: B = 128 columns (128 / H tokens, the seed's N_TOKENS), three.
+// "Shared": every consumer scores every key tile with its own token block; otherwise the
+// consumers share one token block and split the key tiles. kWide / kNarrow exist for H >= 32,
+// D = 128 only (timing comparison).
+enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarrowShared };
+
+struct QResidentTuning {
+  QResidentShape shape = QResidentShape::kAuto;
+  int key_splits = 0;  // 0: chosen from the grid size
+  bool mma_only = false;  // timing only (see ScorerArgs)
+  bool ping_pong = true;  // see ScorerArgs
+};
+
+// Validated, resolved params; T > 0 and N > 0. Asynchronous on params.stream. They store only
+// the cells inside [ks, ke) (fill_masked is handled by the caller).
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning = {});
+Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tuning);
+Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning);
+Status run_k_resident(const IndexerParams& params);
+
+// Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option).
+Status fill_masked_cells(const IndexerParams& params);
+
+}  // namespace fp8dsa::indexer_detail

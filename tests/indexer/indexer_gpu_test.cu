@@ -1,0 +1,428 @@
+// The tensor-core indexer scorers (Q-resident and K-resident) and the kAuto router: SPEC 6
+// accuracy against the f64 CPU reference on the SPEC 8 shapes, every head count and both head
+// dims, causal / cache-prefix / ragged bounds, against the GPU reference on large shapes; poisoned
+// outputs (every cell in [ks, ke) written, nothing outside unless fill_masked), bitwise reruns,
+// and clear errors for bad arguments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/gpu_test.h"
+#include "common/metrics.h"
+#include "common/poison.h"
+#include "common/random_inputs.h"
+#include "common/rerun.h"
+#include "fp8dsa/indexer.h"
+#include "indexer/reference_cpu.h"
+#include "indexer/scorers.h"
+#include "hopper/smem_descriptor.h"
+
+namespace fp8dsa {
+namespace {
+
+using testing::DeviceBuffer;
+
+constexpr IndexerKernel kFastKernels[] = {IndexerKernel::kQResident, IndexerKernel::kKResident};
+
+struct Shape {
+  int64_t num_tokens;
+  int64_t num_keys;
+  int num_heads;
+  int head_dim = 128;
+  bool padded_strides = false;
+};
+
+// One problem: host inputs, their device copies, and params for both sides.
+struct Problem {
+  std::vector<uint8_t> q, k;
+  std::vector<float> w, k_scale;
+  std::vector<int32_t> ks, ke;
+  IndexerParams host;
+  IndexerParams device;
+  DeviceBuffer<uint8_t> d_q, d_k;
+  DeviceBuffer<float> d_w, d_k_scale, d_logits;
+  DeviceBuffer<int32_t> d_ks, d_ke;
+};
+
+// Fresh random inputs; bounds as given (ks/ke of length T).
+void build_problem(const Shape& s, std::vector<int32_t> ks, std::vector<int32_t> ke, uint64_t seed,
+                   Problem* pr) {
+  const int64_t T = s.num_tokens, N = s.num_keys;
+  const int H = s.num_heads, D = s.head_dim;
+  const int64_t q_stride = int64_t{H} * D + (s.padded_strides ? 48 : 0);
+  const int64_t w_stride = H + (s.padded_strides ? 5 : 0);
+  const int64_t k_stride = D + (s.padded_strides ? 32 : 0);
+  const int64_t ldl = (N + 3) / 4 * 4 + (s.padded_strides ? 12 : 0);
+  pr->q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -3.0f, 3.0f);
+  pr->k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -3.0f, 3.0f);
+  pr->w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
+  pr->k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.05f, 2.0f);
+  pr->ks = std::move(ks);
+  pr->ke = std::move(ke);
+
+  IndexerParams& p = pr->host;
+  p = IndexerParams{};
+  p.num_tokens = T;
+  p.num_keys = N;
+  p.num_heads = H;
+  p.head_dim = D;
+  p.q = pr->q.data();
+  p.q_token_stride = q_stride;
+  p.w = pr->w.data();
+  p.w_token_stride = w_stride;
+  p.k = pr->k.data();
+  p.k_row_stride = k_stride;
+  p.k_scale = pr->k_scale.data();
+  p.ks = pr->ks.data();
+  p.ke = pr->ke.data();
+  p.ldl = ldl;
+
+  pr->d_q = DeviceBuffer<uint8_t>(pr->q);
+  pr->d_k = DeviceBuffer<uint8_t>(pr->k);
+  pr->d_w = DeviceBuffer<float>(pr->w);
+  pr->d_k_scale = DeviceBuffer<float>(pr->k_scale);
+  pr->d_ks = DeviceBuffer<int32_t>(pr->ks);
+  pr->d_ke = DeviceBuffer<int32_t>(pr->ke);
+  pr->d_logits = DeviceBuffer<float>(static_cast<size_t>(T * ldl));
+  IndexerParams& d = pr->device;
+  d = p;
+  d.q = pr->d_q.get();
+  d.w = pr->d_w.get();
+  d.k = pr->d_k.get();
+  d.k_scale = pr->d_k_scale.get();
+  d.ks = pr->d_ks.get();
+  d.ke = pr->d_ke.get();
+  d.logits = pr->d_logits.get();
+}
+
+int64_t clamped(int32_t bound, int64_t n) { return std::clamp<int64_t>(bound, 0, n); }
+
+// Cells inside the clamped [ks, ke) of their row (all N columns when fill_masked).
+std::function<bool(size_t)> owned_cells(const Problem& pr, bool fill_masked) {
+  const int64_t ldl = pr.host.ldl, T = pr.host.num_tokens, N = pr.host.num_keys;
+  const int32_t* ks = pr.ks.data();
+  const int32_t* ke = pr.ke.data();
+  return [=](size_t i) {
+    const int64_t t = static_cast<int64_t>(i) / ldl, s = static_cast<int64_t>(i) % ldl;
+    if (t >= T || s >= N) return false;
+    if (fill_masked) return true;
+    const int64_t lo = clamped(ks[t], N);
+    return s >= lo && s < std::max(lo, clamped(ke[t], N));
+  };
+}
+
+// Runs `kernel` twice on poisoned logits (bitwise equal), checks the written set and, when `ref`
+// is given, SPEC 6 accuracy; returns the logits.
+std::vector<float> run_and_check(Problem& pr, IndexerKernel kernel, bool fill_masked,
+                                 const std::vector<double>* ref) {
+  IndexerParams d = pr.device;
+  d.kernel = kernel;
+  d.fill_masked = fill_masked;
+  SCOPED_TRACE(std::string("kernel ") + indexer_kernel_name(kernel) + (fill_masked ? " fill_masked" : ""));
+  EXPECT_TRUE(testing::reruns_bitwise_equal([&] { return indexer_logits(d); },
+                                            {testing::rerun_output(pr.d_logits, "logits")}));
+  std::vector<float> got = pr.d_logits.download();
+  const auto owned = owned_cells(pr, fill_masked);
+  EXPECT_TRUE(testing::all_written(got, owned, "logits"));
+  EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
+  if (fill_masked) {
+    int64_t wrong = 0;
+    const int64_t N = pr.host.num_keys;
+    for (int64_t t = 0; t < pr.host.num_tokens; ++t) {
+      const int64_t lo = clamped(pr.ks[t], N), hi = std::max(lo, clamped(pr.ke[t], N));
+      for (int64_t s = 0; s < N; ++s) {
+        const float v = got[t * pr.host.ldl + s];
+        if ((s < lo || s >= hi) && !(std::isinf(v) && v < 0)) ++wrong;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "masked cells must hold -inf";
+  }
+  if (ref != nullptr) {
+    const testing::IndexerCheck check =
+        testing::check_indexer_logits(got.data(), pr.host.ldl, ref->data(), pr.host.num_tokens,
+                                      pr.host.num_keys, pr.ks.data(), pr.ke.data());
+    EXPECT_TRUE(check.passed) << check.description;
+    if (check.cells > 0) EXPECT_GT(check.max_abs_ref, 0.0);
+  }
+  return got;
+}
+
+// Both fast kernels and kAuto against the f64 CPU reference.
+void check_all_kernels(const Shape& s, std::vector<int32_t> ks, std::vector<int32_t> ke, uint64_t seed,
+                       bool with_fill = true) {
+  SCOPED_TRACE("T=" + std::to_string(s.num_tokens) + " N=" + std::to_string(s.num_keys) +
+               " H=" + std::to_string(s.num_heads) + " D=" + std::to_string(s.head_dim) +
+               (s.padded_strides ? " padded" : ""));
+  Problem pr;
+  build_problem(s, std::move(ks), std::move(ke), seed, &pr);
+  std::vector<double> ref;
+  FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
+  for (IndexerKernel kernel : kFastKernels) run_and_check(pr, kernel, false, &ref);
+  run_and_check(pr, IndexerKernel::kAuto, false, &ref);
+  if (with_fill) {
+    for (IndexerKernel kernel : kFastKernels) run_and_check(pr, kernel, true, &ref);
+  }
+}
+
+TEST(IndexerFastGpu, SpecShapesEveryHeadCount) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const int64_t shapes[][2] = {{1, 1}, {2, 32}, {128, 128}, {501, 501}, {722, 722}, {32, 64}, {128, 256}};
+  uint64_t seed = 71000;
+  for (const auto& shape : shapes) {
+    for (int h : {4, 8, 16, 32, 64}) {
+      Shape s{shape[0], shape[1], h};
+      s.padded_strides = (h == 8 || h == 64) && shape[1] > 1;
+      const testing::KeyRanges r = testing::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
+      check_all_kernels(s, r.ks, r.ke, seed += 10, /*with_fill=*/h == 16 || h == 64);
+    }
+  }
+}
+
+TEST(IndexerFastGpu, HeadDim64EveryHeadCount) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  uint64_t seed = 72000;
+  for (int h : {4, 8, 16, 32, 64}) {
+    Shape s{133, 517, h, 64};
+    s.padded_strides = h == 32;
+    const testing::KeyRanges r = testing::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
+    check_all_kernels(s, r.ks, r.ke, seed += 10, h == 4);
+  }
+}
+
+TEST(IndexerFastGpu, FullRangesAndEmptyRows) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  uint64_t seed = 73000;
+  for (int h : {4, 32, 64}) {
+    Shape s{77, 1000, h};
+    testing::KeyRanges r = testing::full_key_ranges(s.num_tokens, s.num_keys);
+    for (int64_t t = 0; t < s.num_tokens; t += 5) r.ke[t] = r.ks[t] = static_cast<int32_t>((t * 37) % 1000);
+    check_all_kernels(s, r.ks, r.ke, seed += 10, false);
+  }
+  // Every row empty: nothing is written (and with fill_masked everything is -inf).
+  Shape s{40, 300, 64};
+  std::vector<int32_t> ks(40, 100), ke(40, 50);
+  check_all_kernels(s, ks, ke, seed + 100, true);
+}
+
+TEST(IndexerFastGpu, CausalWithCachePrefix) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const std::vector<SequenceLayout> one = {{179, 896}};
+  int64_t T = 0, N = 0;
+  std::vector<int32_t> ks(179), ke(179);
+  FP8DSA_ASSERT_STATUS_OK(build_causal_bounds(one, ks.data(), ke.data(), &T, &N));
+  uint64_t seed = 74000;
+  for (int h : {4, 16, 64}) check_all_kernels(Shape{T, N, h}, ks, ke, seed += 10, h == 64);
+
+  // A ragged batch of three sequences with different prefixes.
+  const std::vector<SequenceLayout> batch = {{37, 300}, {100, 0}, {5, 1200}};
+  std::vector<int32_t> bks(142), bke(142);
+  FP8DSA_ASSERT_STATUS_OK(build_causal_bounds(batch, bks.data(), bke.data(), &T, &N));
+  ASSERT_EQ(T, 142);
+  for (int h : {8, 32}) check_all_kernels(Shape{T, N, h}, bks, bke, seed += 10, false);
+}
+
+// Compares f32 logits of a fast kernel with the GPU reference's f32 logits over each row's range
+// (SPEC 6 metrics with the reference in place of f64), streaming to keep host memory small.
+::testing::AssertionResult close_to_gpu_reference(const std::vector<float>& got, const std::vector<float>& ref,
+                                                  const Problem& pr) {
+  double sxy = 0, sxx = 0, max_err = 0, max_ref = 0;
+  int64_t non_finite = 0, cells = 0;
+  const int64_t N = pr.host.num_keys;
+  for (int64_t t = 0; t < pr.host.num_tokens; ++t) {
+    const int64_t lo = clamped(pr.ks[t], N), hi = std::max(lo, clamped(pr.ke[t], N));
+    for (int64_t s = lo; s < hi; ++s) {
+      const double g = got[t * pr.host.ldl + s], r = ref[t * pr.host.ldl + s];
+      if (!std::isfinite(g) || !std::isfinite(r)) {
+        ++non_finite;
+        continue;
+      }
+      sxy += g * r;
+      sxx += g * g + r * r;
+      max_err = std::max(max_err, std::abs(g - r));
+      max_ref = std::max(max_ref, std::abs(r));
+      ++cells;
+    }
+  }
+  const double diff = sxx > 0 ? 1.0 - 2.0 * sxy / sxx : 0.0;
+  if (non_finite == 0 && diff < 1e-5 && max_err <= 1e-3 * max_ref && cells > 0) {
+    return ::testing::AssertionSuccess() << cells << " cells, diff " << diff;
+  }
+  return ::testing::AssertionFailure() << cells << " cells: diff " << diff << ", max abs error " << max_err
+                                       << " vs max|ref| " << max_ref << ", non-finite " << non_finite;
+}
+
+void check_against_gpu_reference(const Shape& s, std::vector<int32_t> ks, std::vector<int32_t> ke,
+                                 uint64_t seed, std::initializer_list<IndexerKernel> kernels) {
+  SCOPED_TRACE("T=" + std::to_string(s.num_tokens) + " N=" + std::to_string(s.num_keys) +
+               " H=" + std::to_string(s.num_heads));
+  Problem pr;
+  build_problem(s, std::move(ks), std::move(ke), seed, &pr);
+  IndexerParams d = pr.device;
+  d.kernel = IndexerKernel::kReference;
+  FP8DSA_ASSERT_STATUS_OK(indexer_logits(d));
+  const std::vector<float> ref = pr.d_logits.download();
+  for (IndexerKernel kernel : kernels) {
+    const std::vector<float> got = run_and_check(pr, kernel, false, nullptr);
+    EXPECT_TRUE(close_to_gpu_reference(got, ref, pr)) << indexer_kernel_name(kernel);
+  }
+}
+
+// SPEC 8: 4 x 512 new tokens over 76000 / 60000 / 45000 / 30000 cached keys.
+TEST(IndexerFastGpu, LargeRaggedCachePrefixBatchAgainstGpuReference) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const std::vector<SequenceLayout> batch = {{512, 76000}, {512, 60000}, {512, 45000}, {512, 30000}};
+  int64_t T = 0, N = 0;
+  std::vector<int32_t> ks(2048), ke(2048);
+  FP8DSA_ASSERT_STATUS_OK(build_causal_bounds(batch, ks.data(), ke.data(), &T, &N));
+  check_against_gpu_reference(Shape{T, N, 16}, ks, ke, 75000,
+                              {IndexerKernel::kQResident, IndexerKernel::kKResident});
+}
+
+// The benchmark shape: T = 4096 causal over N = 65536 (61440 cached), H = 64.
+TEST(IndexerFastGpu, LargeCausalAgainstGpuReference) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const testing::KeyRanges r = testing::causal_key_ranges(4096, 65536);
+  check_against_gpu_reference(Shape{4096, 65536, 64}, r.ks, r.ke, 76000, {IndexerKernel::kQResident});
+}
+
+TEST(IndexerFastGpu, BadArgumentsAreRefused) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  Problem pr;
+  const testing::KeyRanges r = testing::full_key_ranges(16, 256);
+  build_problem(Shape{16, 256, 32}, r.ks, r.ke, 77000, &pr);
+  for (IndexerKernel kernel : {IndexerKernel::kQResident, IndexerKernel::kKResident, IndexerKernel::kAuto}) {
+    SCOPED_TRACE(indexer_kernel_name(kernel));
+    IndexerParams ok = pr.device;
+    ok.kernel = kernel;
+    FP8DSA_ASSERT_STATUS_OK(indexer_logits(ok));
+    FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
+
+    auto expect_invalid = [&](IndexerParams bad, const char* needle) {
+      const Status st = indexer_logits(bad);
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+      EXPECT_NE(st.message().find(needle), std::string::npos) << st.to_string();
+    };
+    IndexerParams bad = ok;
+    bad.num_heads = 12;
+    expect_invalid(bad, "num_heads");
+    bad = ok;
+    bad.head_dim = 96;
+    expect_invalid(bad, "head_dim");
+    bad = ok;
+    bad.q = nullptr;
+    expect_invalid(bad, "q");
+    bad = ok;
+    bad.k_row_stride = 136;  // not a multiple of 16
+    expect_invalid(bad, "k_row_stride");
+    bad = ok;
+    bad.ldl = 255;
+    expect_invalid(bad, "ldl");
+    bad = ok;
+    bad.q_dtype = DType::kBF16;
+    expect_invalid(bad, "q");
+    bad = ok;
+    bad.kernel = static_cast<IndexerKernel>(17);
+    expect_invalid(bad, "kernel");
+  }
+  // Empty problems are a successful no-op.
+  IndexerParams empty = pr.device;
+  empty.num_tokens = 0;
+  empty.kernel = IndexerKernel::kQResident;
+  FP8DSA_ASSERT_STATUS_OK(indexer_logits(empty));
+}
+
+// The Q-resident scorer builds each operand descriptor once and advances it by byte offsets; that
+// must equal rebuilding it from the offset address for every stage / K step the kernels use
+// (runs on the CPU).
+TEST(IndexerFastGpu, AdvancedDescriptorsEqualRebuiltOnes) {
+  using namespace fp8dsa::hopper;
+  for (Swizzle sw : {Swizzle::k128B, Swizzle::k64B}) {
+    const uint32_t width = swizzle_width_bytes(sw);
+    for (uint32_t rows : {64u, 128u, 256u}) {
+      for (uint32_t base = 0; base < (1u << 18) - 64 * 1024; base += 1024) {
+        const uint64_t d0 = kmajor_descriptor(base, sw, rows, 0);
+        for (uint32_t off = 0; off < 64 * 1024 && base + off < (1u << 18); off += 4096) {
+          for (uint32_t k = 0; k < width; k += 32) {
+            ASSERT_EQ(advance_descriptor(d0, off + k), kmajor_descriptor(base + off, sw, rows, k))
+                << "base " << base << " off " << off << " k " << k;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The measured table (bench/RESULTS.md): K-resident for few tokens, Q-resident for prefill.
+TEST(IndexerFastGpu, RouterFollowsTheMeasuredTable) {
+  IndexerParams p;
+  auto route = [&](int64_t t, int64_t n, int h) {
+    p.num_tokens = t;
+    p.num_keys = n;
+    p.num_heads = h;
+    return indexer_route(p);
+  };
+  EXPECT_EQ(route(1, 131072, 64), IndexerKernel::kKResident);
+  EXPECT_EQ(route(4, 131072, 64), IndexerKernel::kQResident);
+  EXPECT_EQ(route(16, 4096, 64), IndexerKernel::kKResident);
+  EXPECT_EQ(route(64, 4096, 64), IndexerKernel::kQResident);
+  EXPECT_EQ(route(4096, 65536, 64), IndexerKernel::kQResident);
+  EXPECT_EQ(route(256, 4096, 8), IndexerKernel::kKResident);
+  EXPECT_EQ(route(1024, 4096, 8), IndexerKernel::kQResident);
+  EXPECT_EQ(route(4, 32768, 32), IndexerKernel::kKResident);
+  EXPECT_EQ(route(16, 32768, 32), IndexerKernel::kQResident);
+  EXPECT_EQ(route(16, 131072, 4), IndexerKernel::kKResident);
+  EXPECT_EQ(route(4096, 131072, 4), IndexerKernel::kQResident);
+}
+
+// Every Q-resident variant (shared / split key tiles, 256 / 128 columns, ping-pong on and off,
+// explicit key splits) against the f64 reference; ping-pong only reorders MMA issue, so its
+// results must be bitwise identical.
+TEST(IndexerFastGpu, QResidentVariants) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  using indexer_detail::QResidentShape;
+  uint64_t seed = 78000;
+  for (int h : {64, 32, 8}) {
+    const testing::KeyRanges r = testing::random_key_ranges(67, 1500, seed + 7, 0.1, 0.1);
+    Problem pr;
+    build_problem(Shape{67, 1500, h}, r.ks, r.ke, seed += 10, &pr);
+    std::vector<double> ref;
+    FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
+    std::vector<QResidentShape> shapes = {QResidentShape::kNarrowShared};
+    if (h >= 32) {
+      shapes = {QResidentShape::kWideShared, QResidentShape::kNarrowShared, QResidentShape::kWide,
+                QResidentShape::kNarrow};
+    }
+    for (QResidentShape shape : shapes) {
+      std::vector<float> first;
+      for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE("H=" + std::to_string(h) + " shape " + std::to_string(static_cast<int>(shape)) +
+                     " variant " + std::to_string(variant));
+        indexer_detail::QResidentTuning tuning;
+        tuning.shape = shape;
+        tuning.ping_pong = variant != 1;
+        tuning.key_splits = variant == 2 ? 3 : 0;
+        const IndexerParams d = pr.device;
+        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return indexer_detail::run_q_resident(d, tuning); },
+                                                  {testing::rerun_output(pr.d_logits, "logits")}));
+        const std::vector<float> got = pr.d_logits.download();
+        const auto owned = owned_cells(pr, false);
+        EXPECT_TRUE(testing::all_written(got, owned, "logits"));
+        EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
+        const testing::IndexerCheck check = testing::check_indexer_logits(
+            got.data(), pr.host.ldl, ref.data(), pr.host.num_tokens, pr.host.num_keys, pr.ks.data(), pr.ke.data());
+        EXPECT_TRUE(check.passed) << check.description;
+        if (variant == 0) first = got;
+        else EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fp8dsa

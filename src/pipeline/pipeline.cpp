@@ -1,1 +1,148 @@
-// pipeline
+// The whole prefill: indexer scoring -> top-k -> sparse MLA on one stream, every intermediate in
+// the caller's workspace. No allocation and no host synchronisation, so the call is graph
+// capturable.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/pipeline.h"
+
+namespace fp8dsa {
+namespace {
+
+// Every sub-buffer starts on this boundary: TMA needs 16 bytes, vector loads and the top-k's own
+// workspace contract want 256.
+constexpr size_t kWorkspaceAlign = 256;
+// The logits row stride is a multiple of 4 floats so every row starts 16-byte aligned.
+constexpr int64_t kLogitsRowAlign = 4;
+
+constexpr size_t kSizeOverflow = std::numeric_limits<size_t>::max();
+
+// a * b * c with saturation: a shape too large for size_t reports "needs more than any workspace".
+size_t checked_bytes(int64_t a, int64_t b, int64_t c) {
+  if (a <= 0 || b <= 0 || c <= 0) return 0;
+  const size_t ua = static_cast<size_t>(a), ub = static_cast<size_t>(b), uc = static_cast<size_t>(c);
+  if (ua > kSizeOverflow / ub) return kSizeOverflow;
+  const size_t ab = ua * ub;
+  if (ab > kSizeOverflow / uc) return kSizeOverflow;
+  return ab * uc;
+}
+
+size_t align_up(size_t bytes) {
+  if (bytes > kSizeOverflow - (kWorkspaceAlign - 1)) return kSizeOverflow;
+  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
+
+size_t add_saturating(size_t a, size_t b) { return a > kSizeOverflow - b ? kSizeOverflow : a + b; }
+
+int64_t logits_ldl(int64_t num_keys) {
+  return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
+}
+
+// Where each intermediate lives inside the workspace (offsets from its start).
+struct WorkspacePlan {
+  size_t logits_offset = 0;
+  size_t logits_bytes = 0;  // 0 on the fused path
+  int64_t ldl = 0;
+  size_t indices_offset = 0;
+  size_t indices_bytes = 0;
+  size_t topk_offset = 0;
+  size_t topk_bytes = 0;
+  size_t total = 0;
+};
+
+// The top-k call of the unfused path, minus the workspace pointers (the size query depends on the
+// shape only).
+TopkParams topk_params_for(const PrefillParams& params, int64_t ldl) {
+  TopkParams topk;
+  topk.num_rows = params.indexer.num_tokens;
+  topk.num_keys = params.indexer.num_keys;
+  topk.ldl = ldl;
+  topk.ks = params.indexer.ks;
+  topk.ke = params.indexer.ke;
+  topk.k = params.topk;
+  topk.ld_indices = params.topk;
+  topk.sorted = false;  // attention does not care about order
+  topk.stream = params.stream;
+  return topk;
+}
+
+WorkspacePlan plan_workspace(const PrefillParams& params) {
+  WorkspacePlan plan;
+  const int64_t num_tokens = params.indexer.num_tokens;
+  size_t offset = 0;
+  if (!params.fused) {
+    plan.ldl = logits_ldl(params.indexer.num_keys);
+    plan.logits_offset = offset;
+    plan.logits_bytes = checked_bytes(num_tokens, plan.ldl, sizeof(float));
+    offset = add_saturating(offset, align_up(plan.logits_bytes));
+  }
+  plan.indices_offset = offset;
+  plan.indices_bytes = checked_bytes(num_tokens, params.topk, sizeof(int32_t));
+  offset = add_saturating(offset, align_up(plan.indices_bytes));
+  if (!params.fused) {
+    plan.topk_offset = offset;
+    plan.topk_bytes = topk_workspace_bytes(topk_params_for(params, plan.ldl));
+    offset = add_saturating(offset, align_up(plan.topk_bytes));
+  }
+  plan.total = offset;
+  return plan;
+}
+
+}  // namespace
+
+size_t prefill_workspace_bytes(const PrefillParams& params) { return plan_workspace(params).total; }
+
+Status prefill(const PrefillParams& params) {
+  FP8DSA_RETURN_IF_ERROR(validate(params));
+  if (params.fused) {
+    return not_implemented("prefill: fused score+top-k is a later stage; set fused = false");
+  }
+  const WorkspacePlan plan = plan_workspace(params);
+  if (plan.total == kSizeOverflow) {
+    return invalid_argument("prefill: the workspace for T = " +
+                            std::to_string(params.indexer.num_tokens) + ", N = " +
+                            std::to_string(params.indexer.num_keys) + " does not fit in size_t");
+  }
+  if (params.workspace_bytes < plan.total) {
+    return {StatusCode::kWorkspaceTooSmall,
+            "prefill: workspace_bytes (" + std::to_string(params.workspace_bytes) +
+                ") is below prefill_workspace_bytes() (" + std::to_string(plan.total) + ")"};
+  }
+  if (plan.total > 0 && params.workspace == nullptr) {
+    return invalid_argument("prefill: workspace is null but " + std::to_string(plan.total) +
+                            " bytes are needed");
+  }
+  if (reinterpret_cast<uintptr_t>(params.workspace) % kWorkspaceAlign != 0) {
+    return invalid_argument("prefill: workspace must be 256-byte aligned");
+  }
+  FP8DSA_RETURN_IF_ERROR(check_device());
+
+  char* base = static_cast<char*>(params.workspace);
+  float* logits = reinterpret_cast<float*>(base + plan.logits_offset);
+  int32_t* indices = reinterpret_cast<int32_t*>(base + plan.indices_offset);
+
+  IndexerParams indexer = params.indexer;
+  indexer.logits = logits;
+  indexer.ldl = plan.ldl;
+  indexer.fill_masked = false;  // top-k reads only [ks, ke)
+  indexer.stream = params.stream;
+  FP8DSA_RETURN_IF_ERROR(indexer_logits(indexer));
+
+  TopkParams topk = topk_params_for(params, plan.ldl);
+  topk.logits = logits;
+  topk.indices = indices;
+  topk.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
+  topk.workspace_bytes = plan.topk_bytes;
+  FP8DSA_RETURN_IF_ERROR(fp8dsa::topk(topk));
+
+  SparseMlaParams attention = params.attention;
+  attention.indices = indices;
+  attention.topk = params.topk;
+  attention.indices_stride = params.topk;
+  attention.stream = params.stream;
+  return sparse_mla_prefill(attention);
+}
+
+}  // namespace fp8dsa

@@ -1,0 +1,232 @@
+// fp8dsa_bench: times every op's public fast entry point beside a cuBLASLt FP8 GEMM measured in the
+// same run, prints a table and appends the rows to bench/results.csv.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "core/cuda_check.h"
+#include "gemm_yardstick.h"
+#include "op_benches.h"
+#include "results.h"
+
+#ifndef FP8DSA_GIT_COMMIT
+#define FP8DSA_GIT_COMMIT "unknown"
+#endif
+#ifndef FP8DSA_DEFAULT_CSV
+#define FP8DSA_DEFAULT_CSV "bench/results.csv"
+#endif
+
+namespace {
+
+using namespace fp8dsa;
+using namespace fp8dsa::bench;
+
+constexpr int kGemmSize = 8192;
+const char* const kAllOps[] = {"indexer", "topk", "sparse_mla", "pipeline"};
+
+struct Options {
+  std::vector<std::string> ops{std::begin(kAllOps), std::end(kAllOps)};
+  bool quick = false;
+  bool write_csv = true;
+  std::string csv = FP8DSA_DEFAULT_CSV;
+  std::string commit = FP8DSA_GIT_COMMIT;
+  int reps = 10;
+  int warmup = 3;
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: fp8dsa_bench [flags]\n"
+               "\n"
+               "Times each op's public fast entry point (whatever kernel is current) and a cuBLASLt FP8\n"
+               "GEMM 8192^3 (e4m3 in, bf16 out) in the same run; prints op, shape, kernel, ms, TFLOPS\n"
+               "(valid work only), ratio_to_fp8_gemm and GB/s, and appends the rows to a CSV.\n"
+               "\n"
+               "  --ops=LIST     comma-separated subset of indexer,topk,sparse_mla,pipeline (default: all)\n"
+               "  --quick        fewer shapes (one or two per op)\n"
+               "  --reps=N       timed repetitions per shape, median reported (default 10)\n"
+               "  --warmup=N     untimed launches first (default 3)\n"
+               "  --csv=PATH     append rows here (default %s)\n"
+               "  --no-csv       do not write the CSV\n"
+               "  --commit=REV   commit recorded in the CSV (default: the configure-time HEAD, %s)\n"
+               "  --help         this text\n"
+               "\n"
+               "Exit status: 0 on success, and also without a CUDA device (a message says nothing was\n"
+               "timed, so CI-style runs do not fail); 1 on a CUDA error or a non-Hopper GPU; 2 on a\n"
+               "bad flag.\n",
+               FP8DSA_DEFAULT_CSV, FP8DSA_GIT_COMMIT);
+}
+
+bool starts_with(const char* s, const char* prefix, const char** rest) {
+  const size_t n = std::strlen(prefix);
+  if (std::strncmp(s, prefix, n) != 0) return false;
+  *rest = s + n;
+  return true;
+}
+
+bool parse_int(const char* s, int min, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < min || v > 100000) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// 0 = parsed, 1 = --help printed, 2 = error printed.
+int parse_args(int argc, char** argv, Options* opt) {
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = nullptr;
+    if (std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0) {
+      print_usage(stdout);
+      return 1;
+    } else if (std::strcmp(a, "--quick") == 0) {
+      opt->quick = true;
+    } else if (std::strcmp(a, "--no-csv") == 0) {
+      opt->write_csv = false;
+    } else if (starts_with(a, "--csv=", &v) && *v != '\0') {
+      opt->csv = v;
+    } else if (starts_with(a, "--commit=", &v) && *v != '\0') {
+      opt->commit = v;
+    } else if (starts_with(a, "--reps=", &v)) {
+      if (!parse_int(v, 1, &opt->reps)) {
+        std::fprintf(stderr, "fp8dsa_bench: --reps wants a positive integer, got '%s'\n", v);
+        return 2;
+      }
+    } else if (starts_with(a, "--warmup=", &v)) {
+      if (!parse_int(v, 0, &opt->warmup)) {
+        std::fprintf(stderr, "fp8dsa_bench: --warmup wants a non-negative integer, got '%s'\n", v);
+        return 2;
+      }
+    } else if (starts_with(a, "--ops=", &v)) {
+      opt->ops.clear();
+      std::string list = v;
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        const std::string op = list.substr(pos, comma - pos);
+        bool known = false;
+        for (const char* k : kAllOps) known = known || op == k;
+        if (!known) {
+          std::fprintf(stderr, "fp8dsa_bench: unknown op '%s' (indexer, topk, sparse_mla, pipeline)\n", op.c_str());
+          return 2;
+        }
+        opt->ops.push_back(op);
+        pos = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "fp8dsa_bench: unknown flag '%s'\n\n", a);
+      print_usage(stderr);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+bool wants(const Options& opt, const char* op) {
+  for (const std::string& o : opt.ops) {
+    if (o == op) return true;
+  }
+  return false;
+}
+
+// Owns the benchmark's stream.
+struct Stream {
+  cudaStream_t stream = nullptr;
+  ~Stream() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (const int rc = parse_args(argc, argv, &opt); rc != 0) return rc == 1 ? 0 : 2;
+
+  const Status device = check_device();
+  if (device.code() == StatusCode::kNoDevice) {
+    std::printf("fp8dsa_bench: no CUDA device here (%s); nothing was timed.\n", device.message().c_str());
+    return 0;
+  }
+  if (!device.is_ok()) {
+    std::fprintf(stderr, "fp8dsa_bench: %s\n", device.to_string().c_str());
+    return 1;
+  }
+  int dev = 0;
+  cudaDeviceProp prop{};
+  Stream stream;
+  for (const Status& setup : {cuda_status(cudaGetDevice(&dev), "cudaGetDevice"),
+                              cuda_status(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties"),
+                              cuda_status(cudaStreamCreateWithFlags(&stream.stream, cudaStreamNonBlocking),
+                                          "cudaStreamCreateWithFlags")}) {
+    if (!setup.is_ok()) {
+      std::fprintf(stderr, "fp8dsa_bench: %s\n", setup.to_string().c_str());
+      return 1;
+    }
+  }
+
+  Results results;
+  BenchContext ctx;
+  ctx.quick = opt.quick;
+  ctx.timing.reps = opt.reps;
+  ctx.timing.warmup = opt.warmup;
+  ctx.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
+  ctx.stream = stream.stream;
+  ctx.results = &results;
+  std::printf("fp8dsa_bench on %s (%d SMs, L2 %d MB), commit %s, median of %d reps after %d warm-up\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.commit.c_str(), opt.reps, opt.warmup);
+
+  GemmYardstick gemm;
+  const Status gemm_status = run_fp8_gemm_yardstick(kGemmSize, kGemmSize, kGemmSize, ctx.timing, ctx.l2_bytes, ctx.stream, &gemm);
+  if (!gemm_status.is_ok()) {
+    std::fprintf(stderr, "fp8dsa_bench: the FP8 GEMM yardstick failed: %s\n", gemm_status.to_string().c_str());
+    return 1;
+  }
+  results.set_gemm_tflops(gemm.tflops);
+  ResultRow gemm_row;
+  gemm_row.op = "fp8_gemm";
+  gemm_row.shape = shape_string({{"M", gemm.m}, {"N", gemm.n}, {"K", gemm.k}});
+  gemm_row.kernel = gemm.algo;
+  gemm_row.ms = gemm.timing.median_ms;
+  gemm_row.tflops = gemm.tflops;
+  results.add(gemm_row);
+
+  struct OpBench {
+    const char* op;
+    Status (*run)(const BenchContext&);
+  };
+  const OpBench benches[] = {{"indexer", run_indexer_bench},
+                             {"topk", run_topk_bench},
+                             {"sparse_mla", run_sparse_mla_bench},
+                             {"pipeline", run_pipeline_bench}};
+  int exit_code = 0;
+  for (const OpBench& b : benches) {
+    if (!wants(opt, b.op)) continue;
+    std::printf("  running %s ...\n", b.op);
+    std::fflush(stdout);
+    const Status status = b.run(ctx);
+    if (!status.is_ok()) {
+      // A CUDA error may leave the context unusable: report what ran so far and stop.
+      std::fprintf(stderr, "fp8dsa_bench: %s failed: %s\n", b.op, status.to_string().c_str());
+      exit_code = 1;
+      break;
+    }
+  }
+
+  std::printf("\n");
+  results.print_table(stdout);
+  if (opt.write_csv) {
+    const Status status = results.append_csv(opt.csv, prop.name, opt.commit);
+    if (!status.is_ok()) {
+      std::fprintf(stderr, "fp8dsa_bench: %s\n", status.to_string().c_str());
+      exit_code = 1;
+    }
+  }
+  return exit_code;
+}

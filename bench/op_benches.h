@@ -1,0 +1,35 @@
+// The per-operation benchmarks. Each one times the public fast entry point (so it measures whatever
+// kernel is current), names the kernel that ran, and adds one row per shape to ctx.results.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "fp8dsa/status.h"
+#include "results.h"
+#include "timing.h"
+
+namespace fp8dsa::bench {
+
+struct BenchContext {
+  bool quick = false;  // fewer shapes
+  TimingConfig timing;
+  size_t l2_bytes = 0;
+  cudaStream_t stream = nullptr;
+  uint64_t seed = 0x5EED;
+  Results* results = nullptr;
+};
+
+// T=4096 new tokens over N-4096 cached keys (causal), N in {8K, 32K, 64K, 128K}, H in {64, 32}.
+Status run_indexer_bench(const BenchContext& ctx);
+// rows x keys in {4096x8192, 4096x32768, 8192x65536, 64x131072, 1x1048576}, k = 2048, beside the
+// CUB sort baseline when it is built in.
+Status run_topk_bench(const BenchContext& ctx);
+// T=4096, topk=2048, N in {8K, 32K, 64K, 128K}, h in {128, 64, 32, 16}.
+Status run_sparse_mla_bench(const BenchContext& ctx);
+// The whole prefill, T=4096 new tokens over a 32K-row cache (N = 32768), h=128, H=64, topk=2048.
+Status run_pipeline_bench(const BenchContext& ctx);
+
+}  // namespace fp8dsa::bench

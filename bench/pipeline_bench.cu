@@ -1,0 +1,122 @@
+// The whole prefill through fp8dsa::prefill: one sequence of T = 4096 new tokens over a cache of
+// 28672 rows, so N = 32768 key rows (the DeepSeek-V3.2 prefill default the CLI runs too);
+// indexer H = 64, D = 128; attention h = 128, topk = 2048. TFLOPS counts the indexer's and the
+// attention's valid FLOPs (the top-k adds none) over the whole call.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "device_data.h"
+#include "fp8dsa/pipeline.h"
+#include "op_benches.h"
+
+namespace fp8dsa::bench {
+namespace {
+
+constexpr int64_t kTokens = 4096;
+constexpr int64_t kCachedKeys = 28672;
+constexpr int kIndexHeads = 64;
+constexpr int kIndexDim = 128;
+constexpr int kHeads = 128;
+constexpr int kTopk = 2048;
+constexpr int kDimQk = 576;
+constexpr int kDimV = 512;
+
+struct PrefillInputs {
+  DeviceBuffer index_q, index_w, index_k, index_k_scale, q, kv;
+};
+
+}  // namespace
+
+Status run_pipeline_bench(const BenchContext& ctx) {
+  CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, kCachedKeys, &bounds));
+  const int64_t num_keys = bounds.num_keys;
+
+  const size_t index_q_bytes = static_cast<size_t>(kTokens) * kIndexHeads * kIndexDim;
+  const size_t index_w_count = static_cast<size_t>(kTokens) * kIndexHeads;
+  const size_t index_k_bytes = static_cast<size_t>(num_keys) * kIndexDim;
+  const size_t q_bytes = static_cast<size_t>(kTokens) * kHeads * kDimQk;
+  const size_t kv_bytes = static_cast<size_t>(num_keys) * kDimQk;
+  const size_t set_bytes = index_q_bytes + 4 * index_w_count + index_k_bytes + 4 * num_keys + q_bytes + kv_bytes;
+  const int sets = rotation_sets(set_bytes, ctx.l2_bytes, 4);
+
+  std::vector<PrefillInputs> inputs(static_cast<size_t>(sets));
+  for (int s = 0; s < sets; ++s) {
+    PrefillInputs& in = inputs[static_cast<size_t>(s)];
+    const uint64_t seed = ctx.seed + 300 + 8 * static_cast<uint64_t>(s);
+    FP8DSA_RETURN_IF_ERROR(in.index_q.allocate(index_q_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.index_w.allocate(4 * index_w_count));
+    FP8DSA_RETURN_IF_ERROR(in.index_k.allocate(index_k_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.index_k_scale.allocate(4 * static_cast<size_t>(num_keys)));
+    FP8DSA_RETURN_IF_ERROR(in.q.allocate(q_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.kv.allocate(kv_bytes));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.index_q.get(), index_q_bytes, seed + 1, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.index_w.as<float>(), index_w_count, seed + 2, -1.0f, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.index_k.get(), index_k_bytes, seed + 3, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(
+        fill_random_uniform(in.index_k_scale.as<float>(), static_cast<size_t>(num_keys), seed + 4, 0.5f, 1.5f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 5, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.kv.get(), kv_bytes, seed + 6, 1.0f, ctx.stream));
+  }
+  DeviceBuffer out, lse, max_logits;
+  FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * kHeads * kDimV * 2));
+  FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * kHeads * sizeof(float)));
+  FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * kHeads * sizeof(float)));
+
+  PrefillParams base;
+  base.indexer.num_tokens = kTokens;
+  base.indexer.num_keys = num_keys;
+  base.indexer.num_heads = kIndexHeads;
+  base.indexer.head_dim = kIndexDim;
+  base.indexer.ks = bounds.ks.as<int32_t>();
+  base.indexer.ke = bounds.ke.as<int32_t>();
+  base.attention.num_tokens = kTokens;
+  base.attention.num_kv = num_keys;
+  base.attention.num_heads = kHeads;
+  base.attention.d_qk = kDimQk;
+  base.attention.d_v = kDimV;
+  base.attention.sm_scale = 1.0f / std::sqrt(192.0f);
+  base.attention.out = out.get();
+  base.attention.lse = lse.as<float>();
+  base.attention.max_logits = max_logits.as<float>();
+  base.topk = kTopk;
+  base.stream = ctx.stream;
+  DeviceBuffer workspace;
+  FP8DSA_RETURN_IF_ERROR(workspace.allocate(prefill_workspace_bytes(base)));
+  base.workspace = workspace.get();
+  base.workspace_bytes = workspace.bytes();
+
+  ResultRow row;
+  row.op = "pipeline";
+  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", kHeads}, {"H", kIndexHeads}, {"topk", kTopk}},
+                           "causal");
+  row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) + " + topk + sparse_mla:" +
+               sparse_mla_kernel_name(SparseMlaKernel::kFp8);
+  auto launch = [&](int s) {
+    PrefillParams p = base;
+    const PrefillInputs& in = inputs[static_cast<size_t>(s)];
+    p.indexer.q = in.index_q.get();
+    p.indexer.w = in.index_w.as<float>();
+    p.indexer.k = in.index_k.get();
+    p.indexer.k_scale = in.index_k_scale.as<float>();
+    p.attention.q = in.q.get();
+    p.attention.kv = in.kv.get();
+    return prefill(p);
+  };
+  Timing timing;
+  Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
+  if (!status.is_ok()) {
+    if (record_if_refused(status, row, ctx.results)) return Status::ok();
+    return status;
+  }
+  // Every token sees more than topk keys, so the top-k fills all topk slots with valid rows.
+  const double flops = 2.0 * kIndexHeads * kIndexDim * static_cast<double>(bounds.valid_pairs) +
+                       2.0 * kHeads * (kDimQk + kDimV) * static_cast<double>(kTokens) * kTopk;
+  row.ms = timing.median_ms;
+  row.tflops = flops / (timing.median_ms * 1e-3) / 1e12;
+  ctx.results->add(std::move(row));
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

@@ -1,0 +1,123 @@
+#include "results.h"
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+
+namespace fp8dsa::bench {
+namespace {
+
+constexpr const char* kCsvHeader = "date,gpu,op,shape,ms,tflops,ratio_to_fp8_gemm,commit";
+
+std::string format(const char* fmt, double value) {
+  if (std::isnan(value)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, value);
+  return buf;
+}
+
+// RFC 4180 quoting for the rare field with a comma or quote (GPU names have neither today).
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+}  // namespace
+
+bool record_if_refused(const Status& status, ResultRow row, Results* results) {
+  if (status.code() != StatusCode::kNotImplemented && status.code() != StatusCode::kInvalidArgument) {
+    return false;
+  }
+  row.ms = NAN;
+  row.tflops = NAN;
+  row.gbps = NAN;
+  row.note = status.to_string();
+  results->add(std::move(row));
+  return true;
+}
+
+std::string shape_string(std::initializer_list<std::pair<const char*, int64_t>> tokens,
+                         const char* suffix) {
+  std::string s;
+  for (const auto& [key, value] : tokens) {
+    if (!s.empty()) s += ' ';
+    s += std::string(key) + "=" + std::to_string(value);
+  }
+  if (suffix != nullptr) s += std::string(" ") + suffix;
+  return s;
+}
+
+std::string iso_utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+void Results::print_table(std::FILE* out) const {
+  struct Cells {
+    std::string op, shape, kernel, ms, tflops, ratio, gbps;
+  };
+  std::vector<Cells> cells;
+  cells.push_back({"op", "shape", "kernel", "ms", "TFLOPS", "ratio_to_fp8_gemm", "GB/s"});
+  for (const ResultRow& r : rows_) {
+    const double ratio = std::isnan(gemm_tflops_) || gemm_tflops_ <= 0 ? NAN : r.tflops / gemm_tflops_;
+    Cells c{r.op, r.shape, r.kernel, format("%.3f", r.ms), format("%.1f", r.tflops), format("%.3f", ratio),
+            format("%.0f", r.gbps)};
+    if (std::isnan(r.ms)) c.gbps += "  (not run: " + r.note + ")";
+    cells.push_back(std::move(c));
+  }
+  size_t w[7] = {};
+  for (const Cells& c : cells) {
+    const std::string* f[6] = {&c.op, &c.shape, &c.kernel, &c.ms, &c.tflops, &c.ratio};
+    for (int i = 0; i < 6; ++i) w[i] = std::max(w[i], f[i]->size());
+    w[6] = std::max(w[6], std::min<size_t>(c.gbps.size(), 5));  // a trailing note may overflow
+  }
+  for (size_t row = 0; row < cells.size(); ++row) {
+    const Cells& c = cells[row];
+    std::fprintf(out, "%-*s  %-*s  %-*s  %*s  %*s  %*s  %*s\n", int(w[0]), c.op.c_str(), int(w[1]),
+                 c.shape.c_str(), int(w[2]), c.kernel.c_str(), int(w[3]), c.ms.c_str(), int(w[4]),
+                 c.tflops.c_str(), int(w[5]), c.ratio.c_str(), int(w[6]), c.gbps.c_str());
+    if (row == 0) {
+      size_t total = 2 * 6;
+      for (size_t x : w) total += x;
+      std::fprintf(out, "%s\n", std::string(total, '-').c_str());
+    }
+  }
+}
+
+Status Results::append_csv(const std::string& path, const std::string& gpu, const std::string& commit) const {
+  bool need_header = true;
+  {
+    std::ifstream existing(path);
+    if (existing) {
+      existing.seekg(0, std::ios::end);
+      need_header = existing.tellg() <= 0;
+    }
+  }
+  std::ofstream csv(path, std::ios::app);
+  if (!csv) return invalid_argument("cannot open " + path + " for appending");
+  if (need_header) csv << kCsvHeader << "\n";
+  const std::string date = iso_utc_now();
+  int written = 0;
+  for (const ResultRow& r : rows_) {
+    if (std::isnan(r.ms) || r.op == "fp8_gemm") continue;
+    const double ratio = std::isnan(gemm_tflops_) || gemm_tflops_ <= 0 ? NAN : r.tflops / gemm_tflops_;
+    csv << date << ',' << csv_field(gpu) << ',' << r.op << ',' << csv_field(r.shape) << ','
+        << format("%.4f", r.ms) << ',' << format("%.1f", r.tflops) << ',' << format("%.4f", ratio) << ','
+        << csv_field(commit) << "\n";
+    ++written;
+  }
+  if (!csv) return invalid_argument("writing " + path + " failed");
+  std::printf("appended %d row(s) to %s\n", written, path.c_str());
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

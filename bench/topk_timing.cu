@@ -1,0 +1,227 @@
+// Top-k launch-path timings for tuning (not the benchmark: fp8dsa_bench reports the official
+// numbers). For each shape it times every candidate path of topk_impl with CUDA events (median of
+// kIters launches over rotating input sets), checks that the paths agree with the chosen one, and
+// times the CUB sort baseline. Build: ninja fp8dsa_topk_timing; run with no arguments.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/topk.h"
+#include "topk/launch.h"
+#include "topk_baseline.h"
+
+namespace {
+
+constexpr int kTopk = 2048;
+constexpr int kIters = 15;
+constexpr int kWarmup = 3;
+
+#define CHECK_CUDA(expr)                                                                  \
+  do {                                                                                    \
+    cudaError_t e_ = (expr);                                                              \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+__device__ uint32_t hash32(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+// Roughly normal scores (Box-Muller on two 24-bit uniforms), like indexer logits.
+__global__ void fill_normal(float* out, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const float u1 = (static_cast<float>(hash32(seed * 0x9E3779B97F4A7C15ull + 2 * i) >> 8) + 1.0f) * (1.0f / 16777216.0f);
+    const float u2 = static_cast<float>(hash32(seed * 0x9E3779B97F4A7C15ull + 2 * i + 1) >> 8) * (1.0f / 16777216.0f);
+    out[i] = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+  }
+}
+
+struct Shape {
+  int64_t rows;
+  int64_t keys;
+};
+
+struct Candidate {
+  std::string name;
+  fp8dsa::topk_impl::LaunchConfig config;
+  bool sorted = false;
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename Launch>
+float time_ms(int sets, Launch launch) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < kWarmup; ++i) launch(i % sets);
+  std::vector<float> ms;
+  for (int i = 0; i < kIters; ++i) {
+    CHECK_CUDA(cudaEventRecord(start));
+    launch(i % sets);
+    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  return median(ms);
+}
+
+// Rows whose index sets differ (order ignored).
+int64_t differing_rows(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t rows) {
+  int64_t bad = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int32_t> x(a.begin() + r * kTopk, a.begin() + (r + 1) * kTopk);
+    std::vector<int32_t> y(b.begin() + r * kTopk, b.begin() + (r + 1) * kTopk);
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    bad += x != y;
+  }
+  return bad;
+}
+
+std::vector<std::string> g_summary;
+
+void run_shape(const Shape& shape, bool with_baseline) {
+  using namespace fp8dsa;
+  const size_t n = static_cast<size_t>(shape.rows) * shape.keys;
+  const int sets = static_cast<int>(std::clamp<size_t>((size_t{400} << 20) / (n * 4) + 1, 2, 64));
+  std::vector<float*> logits(sets);
+  for (int s = 0; s < sets; ++s) {
+    CHECK_CUDA(cudaMalloc(&logits[s], n * 4));
+    fill_normal<<<4096, 256>>>(logits[s], n, 1234 + s);
+  }
+  int32_t *ks, *ke, *indices;
+  CHECK_CUDA(cudaMalloc(&ks, shape.rows * 4));
+  CHECK_CUDA(cudaMalloc(&ke, shape.rows * 4));
+  CHECK_CUDA(cudaMalloc(&indices, shape.rows * kTopk * 4));
+  std::vector<int32_t> zeros(shape.rows, 0), ends(shape.rows, static_cast<int32_t>(shape.keys));
+  CHECK_CUDA(cudaMemcpy(ks, zeros.data(), shape.rows * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(ke, ends.data(), shape.rows * 4, cudaMemcpyHostToDevice));
+
+  TopkParams base;
+  base.num_rows = shape.rows;
+  base.num_keys = shape.keys;
+  base.ks = ks;
+  base.ke = ke;
+  base.k = kTopk;
+  base.indices = indices;
+  base = base.resolved();
+  const size_t ws_bytes = std::max<size_t>(topk_workspace_bytes(base), 256);
+  CHECK_CUDA(cudaMalloc(&base.workspace, ws_bytes));
+  base.workspace_bytes = ws_bytes;
+
+  const topk_impl::LaunchConfig chosen = topk_impl::choose_launch(base);
+  std::vector<Candidate> cands;
+  cands.push_back({"chosen", chosen});
+  cands.push_back({"chosen-sorted", chosen, true});
+  // t512 with <= 12288 cached keys fits two CTAs per SM; the others run one.
+  const std::pair<int, int64_t> rows_configs[] = {{1024, -1}, {1024, 0}, {512, -1}, {512, 0}, {512, 12288}, {512, 8192}};
+  for (const auto& [threads, cache] : rows_configs) {
+    topk_impl::LaunchConfig c;
+    c.threads = threads;
+    c.cache_keys = cache;
+    cands.push_back({"row t" + std::to_string(threads) + " cache" + std::to_string(cache), c});
+  }
+  const int max_chunks = topk_impl::max_split_chunks(base);
+  for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {
+    if (chunks > max_chunks) continue;
+    topk_impl::LaunchConfig c;
+    c.split = true;
+    c.chunks = chunks;
+    cands.push_back({"split x" + std::to_string(chunks), c});
+  }
+
+  std::vector<int32_t> reference;
+  for (const Candidate& cand : cands) {
+    TopkParams p = base;
+    p.sorted = cand.sorted;
+    auto launch = [&](int s) {
+      p.logits = logits[s];
+      const Status st = topk_impl::launch(p, cand.config);
+      if (!st.is_ok()) {
+        std::fprintf(stderr, "launch failed: %s\n", st.to_string().c_str());
+        std::exit(1);
+      }
+    };
+    CHECK_CUDA(cudaMemset(indices, 0xFF, shape.rows * kTopk * 4));
+    launch(0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<int32_t> got(shape.rows * kTopk);
+    CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
+    int64_t bad = 0;
+    if (reference.empty()) {
+      reference = got;
+    } else {
+      bad = differing_rows(reference, got, shape.rows);
+    }
+    const float ms = time_ms(sets, launch);
+    char line[256];
+    std::snprintf(line, sizeof(line), "T=%-5lld N=%-8lld %-22s %8.4f ms  %7.1f GB/s  rows_differing=%lld",
+                  static_cast<long long>(shape.rows), static_cast<long long>(shape.keys), cand.name.c_str(),
+                  ms, n * 4.0 / (ms * 1e-3) / 1e9, static_cast<long long>(bad));
+    std::printf("%s\n", line);
+    std::fflush(stdout);
+    if (cand.name.rfind("chosen", 0) == 0) g_summary.push_back(line);
+  }
+
+  if (with_baseline) {
+    const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.keys);
+    const size_t cub_bytes = bench::cub_sort_topk_workspace_bytes(rows, cols, kTopk);
+    void* cub_ws = nullptr;
+    CHECK_CUDA(cudaMalloc(&cub_ws, cub_bytes));
+    auto launch = [&](int s) {
+      CHECK_CUDA(bench::cub_sort_topk(logits[s], cols, rows, cols, kTopk, indices, cub_ws, cub_bytes, nullptr));
+    };
+    launch(0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<int32_t> got(shape.rows * kTopk);
+    CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
+    const int64_t bad = differing_rows(reference, got, shape.rows);
+    const float ms = time_ms(sets, launch);
+    char line[256];
+    std::snprintf(line, sizeof(line), "T=%-5lld N=%-8lld %-22s %8.4f ms  rows_differing=%lld",
+                  static_cast<long long>(shape.rows), static_cast<long long>(shape.keys), "cub-sort baseline", ms,
+                  static_cast<long long>(bad));
+    std::printf("%s\n", line);
+    g_summary.push_back(line);
+    CHECK_CUDA(cudaFree(cub_ws));
+  }
+  for (float* l : logits) CHECK_CUDA(cudaFree(l));
+  CHECK_CUDA(cudaFree(ks));
+  CHECK_CUDA(cudaFree(ke));
+  CHECK_CUDA(cudaFree(indices));
+  CHECK_CUDA(cudaFree(base.workspace));
+}
+
+}  // namespace
+
+int main() {
+  const Shape official[] = {{4096, 8192}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
+  for (const Shape& s : official) run_shape(s, true);
+  // The split / one-CTA switch point.
+  const Shape sweep[] = {{1, 32768}, {8, 32768}, {64, 32768}, {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
+  for (const Shape& s : sweep) run_shape(s, false);
+  std::printf("\n==== summary (chosen path, median of %d) ====\n", kIters);
+  for (const std::string& line : g_summary) std::printf("%s\n", line.c_str());
+  return 0;
+}

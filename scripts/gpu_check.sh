@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# One command for the GPU machine: build everything (Release, ptxas report on), run the GPU and CPU
+# tests, `fp8dsa run`, count the FP8 tensor-core instructions in each kernel's SASS, look for
+# register spills, run the benchmark, and print a summary. Arguments go to the benchmark
+# (e.g. scripts/gpu_check.sh --quick --ops=sparse_mla). Logs go to $OUT when set (else
+# build/gpu_check/); the benchmark's CSV rows go to <logs>/results.csv, seeded with bench/results.csv,
+# so that file is the repository's CSV plus this run. Every step has a time limit; the whole run
+# stays within about 8 minutes.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build=${BUILD_DIR:-build}
+logs=${OUT:-$build/gpu_check}
+mkdir -p "$logs"
+budget_s=${GPU_CHECK_BUDGET_S:-480}
+start_s=$SECONDS
+jobs=$(nproc)
+
+left() { echo $((budget_s - (SECONDS - start_s))); }
+# step NAME LIMIT_S CMD...: runs CMD with a time limit (capped by what is left), output to the log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local remaining
+  remaining=$(left)
+  ((limit > remaining)) && limit=$remaining
+  if ((limit < 10)); then
+    echo "== $name: skipped (out of time)"
+    echo 124 >"$logs/$name.rc"
+    return 124
+  fi
+  echo "== $name (limit ${limit}s) -> $logs/$name.log"
+  timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  echo $rc >"$logs/$name.rc"
+  echo "   rc=$rc after $((SECONDS - start_s))s"
+  return $rc
+}
+
+# The ptxas report comes from the compiler output, so it covers only what this run compiles:
+# GPU_CHECK_CLEAN=1 rebuilds from scratch for a complete report.
+fresh_build=yes
+if [[ ${GPU_CHECK_CLEAN:-0} == 1 ]]; then
+  rm -rf "$build"
+elif [[ -f $build/CMakeCache.txt ]]; then
+  fresh_build=no
+fi
+step configure 60 cmake -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8DSA_PTXAS_VERBOSE=ON
+# -k 0: build every target that can be built, so one broken file does not hide the rest.
+step build 300 ninja -C "$build" -k 0 -j "$jobs"
+# The ptxas report of every kernel (register count, stack, spills), out of the build log.
+grep -E 'ptxas info|bytes stack frame' "$logs/build.log" >"$logs/ptxas.log" || true
+
+if [[ -x $build/fp8dsa_gpu_tests ]]; then
+  step gpu_tests 200 "$build/fp8dsa_gpu_tests"
+fi
+if [[ -x $build/fp8dsa_cpu_tests ]]; then
+  step cpu_tests 90 "$build/fp8dsa_cpu_tests"
+fi
+if [[ -x $build/fp8dsa ]]; then
+  step fp8dsa_run 120 "$build/fp8dsa" run
+fi
+
+# FP8 (QGMMA) and BF16/F16 (HGMMA) warpgroup MMA instructions per kernel of each stage library.
+sass_table=$logs/sass_mma_counts.txt
+: >"$sass_table"
+demangle=cat
+command -v cu++filt >/dev/null 2>&1 && demangle=cu++filt
+command -v c++filt >/dev/null 2>&1 && [[ $demangle == cat ]] && demangle=c++filt
+cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+for lib in "$build"/src/*/libfp8dsa_*.a; do
+  [[ -f $lib && -x $cuobjdump ]] || continue
+  "$cuobjdump" --dump-sass "$lib" 2>/dev/null |
+    awk -v lib="$(basename "$lib")" '
+      /Function : / { fn = $NF; q[fn] += 0; h[fn] += 0; next }
+      /QGMMA/ { q[fn]++ } /HGMMA/ { h[fn]++ }
+      END { for (f in q) printf "%s\t%d\t%d\t%s\n", lib, q[f], h[f], f }' |
+    sort -t$'\t' -k1,1 -k2,2nr
+done | while IFS=$'\t' read -r lib qgmma hgmma fn; do
+  printf "%-28s %6s %6s  %s\n" "$lib" "$qgmma" "$hgmma" "$(echo "$fn" | $demangle | cut -c1-110)"
+done >"$sass_table"
+[[ -x $cuobjdump ]] || echo "(cuobjdump not found: no SASS counts)" >"$sass_table"
+
+# Kernels whose ptxas report shows spill stores or loads.
+spills=$logs/spills.txt
+awk '/Function properties for/ { fn = $NF }
+     /spill stores/ { if ($5 + 0 > 0 || $9 + 0 > 0) print fn ": " $0 }' "$logs/ptxas.log" |
+  sort -u | $demangle | cut -c1-200 >"$spills"
+
+csv=$logs/results.csv
+[[ -f bench/results.csv && ! -f $csv ]] && cp bench/results.csv "$csv"
+if [[ -x $build/bench/fp8dsa_bench ]]; then
+  step bench 300 "$build/bench/fp8dsa_bench" --csv="$csv" "$@"
+fi
+
+# ---------------------------------------------------------------------------------------------
+rc_of() { [[ -f $logs/$1.rc ]] && cat "$logs/$1.rc" || echo "not run"; }
+gtest_counts() {
+  local log=$logs/$1.log
+  [[ -f $log ]] || { echo "not run"; return; }
+  local passed failed skipped
+  passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+  failed=$(grep -oE '^\[  FAILED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' || true)
+  skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -oE '[0-9]+' || true)
+  echo "passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0} (rc $(rc_of "$1"))"
+}
+
+echo
+echo "================================ gpu_check summary ================================"
+echo "elapsed            $((SECONDS - start_s)) s; logs in $logs"
+echo "build              rc $(rc_of build)$(grep -c 'FAILED:' "$logs/build.log" 2>/dev/null | sed 's/^/, failed targets: /')"
+echo "gpu tests          $(gtest_counts gpu_tests)"
+grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/gpu_tests.log" 2>/dev/null | sort -u | head -20 | sed 's/^/                   /'
+echo "cpu tests          $(gtest_counts cpu_tests)"
+grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/cpu_tests.log" 2>/dev/null | sort -u | head -20 | sed 's/^/                   /'
+echo "fp8dsa run         rc $(rc_of fp8dsa_run)"
+if [[ -f $logs/fp8dsa_run.log ]]; then
+  sed -n '/^stage /,$p' "$logs/fp8dsa_run.log" | sed 's/^/  /'
+fi
+echo
+echo "warpgroup MMAs in SASS (library, QGMMA, HGMMA, kernel):"
+if [[ -s $sass_table ]]; then sed 's/^/  /' "$sass_table"; else echo "  (no device code found)"; fi
+echo
+if [[ -s $spills ]]; then
+  echo "register spills (ptxas):"
+  sed 's/^/  /' "$spills"
+else
+  echo "register spills (ptxas): none"
+fi
+[[ $fresh_build == yes ]] || echo "(incremental build: the ptxas report covers only what was recompiled; GPU_CHECK_CLEAN=1 for all)"
+echo
+echo "benchmark          rc $(rc_of bench)"
+if [[ -f $logs/bench.log ]]; then
+  sed -n '/^op /,$p' "$logs/bench.log" | sed 's/^/  /'
+  grep -E 'failed|error' "$logs/bench.log" | head -5 | sed 's/^/  /'
+fi
+
+status=0
+for s in build gpu_tests cpu_tests fp8dsa_run bench; do
+  r=$(rc_of $s)
+  [[ $r == "not run" || $r == 0 ]] || status=1
+done
+exit $status

@@ -1,0 +1,142 @@
+// prefill_workspace_bytes() and the checks prefill() runs before it touches the device: workspace
+// size (with both numbers in the message), alignment, and the fused path's NotImplemented. All of
+// them answer without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "fp8dsa/pipeline.h"
+
+namespace fp8dsa {
+namespace {
+
+alignas(256) unsigned char g_arena[4096];
+template <typename T>
+T* at(int offset) {
+  return reinterpret_cast<T*>(g_arena + offset);
+}
+
+size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// 179 new tokens over 896 cached keys: N = 1075, so the logits rows pad to 1076 floats.
+PrefillParams small_params() {
+  PrefillParams p;
+  p.indexer.num_tokens = 179;
+  p.indexer.num_keys = 1075;
+  p.indexer.q = at<const void>(0);
+  p.indexer.w = at<const float>(256);
+  p.indexer.k = at<const void>(512);
+  p.indexer.k_scale = at<const float>(768);
+  p.indexer.ks = at<const int32_t>(1024);
+  p.indexer.ke = at<const int32_t>(1280);
+  p.attention.num_tokens = 179;
+  p.attention.num_kv = 1075;
+  p.attention.num_heads = 64;
+  p.attention.q = at<const void>(1536);
+  p.attention.kv = at<const void>(1792);
+  p.attention.sm_scale = 0.0721688f;
+  p.attention.out = at<void>(2048);
+  p.attention.lse = at<float>(2304);
+  p.topk = 512;
+  return p;
+}
+
+// What the unfused path must hold: logits [T, 1076] f32, indices [T, topk] i32, and the top-k's own
+// workspace for that call, each on a 256-byte boundary.
+size_t expected_unfused_bytes(const PrefillParams& p) {
+  TopkParams topk;
+  topk.num_rows = p.indexer.num_tokens;
+  topk.num_keys = p.indexer.num_keys;
+  topk.ldl = 1076;
+  topk.k = p.topk;
+  topk.ld_indices = p.topk;
+  return align256(179 * 1076 * 4) + align256(size_t{179} * p.topk * 4) + align256(topk_workspace_bytes(topk));
+}
+
+TEST(PrefillWorkspace, HoldsLogitsIndicesAndTopkWorkspace) {
+  const PrefillParams p = small_params();
+  EXPECT_EQ(prefill_workspace_bytes(p), expected_unfused_bytes(p));
+  EXPECT_GE(prefill_workspace_bytes(p), size_t{179} * 1076 * 4 + size_t{179} * 512 * 4);
+}
+
+TEST(PrefillWorkspace, FusedPathHasNoLogitsBuffer) {
+  PrefillParams p = small_params();
+  p.fused = true;
+  EXPECT_EQ(prefill_workspace_bytes(p), align256(size_t{179} * 512 * 4));
+}
+
+TEST(PrefillWorkspace, GrowsWithTopk) {
+  PrefillParams p = small_params();
+  p.topk = 2048;
+  EXPECT_EQ(prefill_workspace_bytes(p), expected_unfused_bytes(p));
+  EXPECT_GT(prefill_workspace_bytes(p), prefill_workspace_bytes(small_params()));
+}
+
+TEST(PrefillWorkspace, EmptyBatchNeedsOnlyTheTopkWorkspace) {
+  PrefillParams p = small_params();
+  p.indexer.num_tokens = 0;
+  p.attention.num_tokens = 0;
+  TopkParams topk;
+  topk.num_rows = 0;
+  topk.num_keys = 1075;
+  topk.ldl = 1076;
+  topk.k = 512;
+  topk.ld_indices = 512;
+  EXPECT_EQ(prefill_workspace_bytes(p), align256(topk_workspace_bytes(topk)));
+}
+
+TEST(PrefillWorkspace, SaturatesInsteadOfOverflowing) {
+  // T * ldl * 4 = 2^40 * 2^31 * 4 does not fit in 64 bits: the size saturates, it does not wrap.
+  PrefillParams p = small_params();
+  p.indexer.num_tokens = int64_t{1} << 40;
+  p.indexer.num_keys = int64_t{1} << 31;
+  EXPECT_EQ(prefill_workspace_bytes(p), std::numeric_limits<size_t>::max());
+}
+
+TEST(Prefill, RejectsWorkspaceTooSmallWithBothSizes) {
+  PrefillParams p = small_params();
+  const size_t need = prefill_workspace_bytes(p);
+  p.workspace = g_arena;
+  p.workspace_bytes = need - 1;
+  const Status s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
+  EXPECT_NE(s.message().find(std::to_string(need - 1)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::to_string(need)), std::string::npos) << s.message();
+}
+
+TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {
+  PrefillParams p = small_params();
+  p.workspace = nullptr;
+  p.workspace_bytes = prefill_workspace_bytes(p);
+  Status s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.message();
+
+  p.workspace = g_arena + 16;
+  s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("256-byte aligned"), std::string::npos) << s.message();
+}
+
+TEST(Prefill, FusedIsNotImplementedYet) {
+  PrefillParams p = small_params();
+  p.fused = true;
+  p.workspace = g_arena;
+  p.workspace_bytes = prefill_workspace_bytes(p);
+  const Status s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kNotImplemented) << s.to_string();
+  EXPECT_NE(s.message().find("fused score+top-k is a later stage"), std::string::npos) << s.message();
+}
+
+TEST(Prefill, ValidatesBeforeAnythingElse) {
+  PrefillParams p = small_params();
+  p.topk = 100;  // not a multiple of 64
+  const Status s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("topk"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace fp8dsa

@@ -1,0 +1,471 @@
+// Native FP8 sparse MLA prefill for one (token, 64-head block) per CTA: QK^T and P.V both on the
+// e4m3 tensor cores (SASS QGMMA). Layout and roles: config.h.
+//
+// Per pair p of 64-key tiles, consumer w (0/1) owns tile 2p + w:
+//   1. S = Q K^T (wgmma SS, m64n64, 18 k-steps in kQkGroups chains added in f32), issued right
+//      behind the previous pair's P.V; while the first chain runs, the tile is transposed into
+//      V^T[w] (once the other consumer's previous P.V no longer reads it);
+//   2. invalid keys -> -inf, row max, exchange of maxima with the other consumer (each owns half of
+//      every O row, so both must scale P alike);
+//   3. P = 2^6 * exp2(s - m_ref) quantised to e4m3 (m_ref moves, and O is rescaled, only when the
+//      max has grown by more than 2 in log2 units); row sums of both the f32 P (-> lse) and the
+//      quantised P (-> the normalisation of out, so that the weights sum to 1 exactly);
+//   4. P.V on this consumer's 256 d_v columns: own tile with P from registers (RS), the other
+//      tile with its P from shared memory (SS).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda/ptx>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/status.h"
+#include "hopper/cp_async.cuh"
+#include "hopper/mbarrier.cuh"
+#include "hopper/smem_descriptor.h"
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/config.h"
+#include "sparse_mla/gather.cuh"
+#include "sparse_mla/softmax.cuh"
+#include "sparse_mla/transpose_v.cuh"
+
+namespace fp8dsa::sparse_mla {
+
+// Resolved arguments as the kernel reads them (strides in elements).
+struct Fp8KernelParams {
+  const uint8_t* q;
+  int64_t q_token_stride, q_head_stride;
+  const uint8_t* kv;
+  int64_t kv_row_stride, num_kv;
+  const int32_t* indices;
+  int64_t indices_stride;
+  int topk;
+  const int32_t* topk_length;  // optional
+  const float* attn_sink;      // optional
+  float score_scale_log2;      // q_scale * kv_scale * sm_scale * log2(e)
+  float kv_scale;
+  __nv_bfloat16* out;
+  int64_t out_token_stride, out_head_stride;
+  float* lse;
+  float* max_logits;  // optional
+  int num_heads;
+  int head_blocks;  // num_heads / 64
+};
+
+namespace detail {
+
+using C = Fp8Config;
+using hopper::Swizzle;
+
+__device__ __forceinline__ int token_length(const Fp8KernelParams& p, int64_t token) {
+  if (p.topk_length == nullptr) return p.topk;
+  return min(max(p.topk_length[token], 0), p.topk);
+}
+
+__device__ __forceinline__ bool index_valid(int32_t idx, int64_t num_kv) { return idx >= 0 && idx < num_kv; }
+
+// The producer's mbarrier wait; with FP8DSA_MLA_HANG_CHECK it traps instead of hanging forever (a
+// pipeline bug then fails a test with an illegal-instruction error). Producer only, and no printf:
+// a trap or call in the consumers makes ptxas serialise every wgmma (C7510 / C7512).
+__device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
+#if defined(FP8DSA_MLA_HANG_CHECK)
+  for (uint32_t spins = 0; !cuda::ptx::mbarrier_try_wait_parity(bar, parity); ++spins) {
+    if (spins == (1u << 26)) __trap();
+  }
+#else
+  hopper::mbarrier_wait(bar, parity);
+#endif
+}
+
+__device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem, uint64_t* full,
+                                         uint64_t* empty, uint64_t* q_full, int64_t token, int head_block,
+                                         int length, int num_tiles, int thread) {
+  const int quarter = thread % kGatherThreadsPerRow;
+  const int row_in_pass = thread / kGatherThreadsPerRow;
+  const uint8_t* q = p.q + token * p.q_token_stride + int64_t{head_block} * C::kHeads * p.q_head_stride;
+#pragma unroll
+  for (int pass = 0; pass < C::kHeads / kGatherRowsPerPass; ++pass) {
+    const int row = pass * kGatherRowsPerPass + row_in_pass;
+    gather_row(smem + C::kQOffset, row, q + row * p.q_head_stride, true, quarter);
+  }
+  hopper::cp_async_mbarrier_arrive_noinc(q_full);
+
+  const int32_t* indices = p.indices + token * p.indices_stride;
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int stage = tile % C::kNumKStages;
+    constexpr int kPasses = C::kKeysPerTile / kGatherRowsPerPass;
+    int32_t idx[kPasses];
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int pos = tile * C::kKeysPerTile + pass * kGatherRowsPerPass + row_in_pass;
+      idx[pass] = pos < length ? __ldg(indices + pos) : -1;
+    }
+    if (tile >= C::kNumKStages) wait_barrier(&empty[stage], ((tile / C::kNumKStages) - 1) & 1);
+    const uint32_t k_tile = smem + C::kKOffset + stage * C::kKTileBytes;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const bool valid = index_valid(idx[pass], p.num_kv);
+      const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
+      gather_row(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+    }
+    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  }
+  // No copy may outlive the thread that issued it.
+  hopper::cp_async_commit_group();
+  hopper::cp_async_wait_group<0>();
+}
+
+// Byte offset of K step ks (32 bytes) in a K-major SW64 tile of `rows` rows: the same for the
+// descriptor start address as kmajor_descriptor computes, so descriptors are built once and
+// advanced by constants (recomputing them cost ~25 instructions per wgmma).
+__host__ __device__ constexpr uint32_t kstep_offset(int rows, int ks) {
+  return static_cast<uint32_t>((ks * 32 / 64) * rows * 64 + (ks * 32) % 64);
+}
+
+// Issues QK^T k-steps [kFirst, kFirst + kCount) into acc (the first one overwrites it). desc_q /
+// desc_k: descriptors of k-step 0 of Q and of the K tile.
+template <int kFirst, int kCount>
+__device__ __forceinline__ void issue_qk(float (&acc)[32], uint64_t desc_q, uint64_t desc_k) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) {
+    constexpr int kRowsQ = C::kHeads, kRowsK = C::kKeysPerTile;
+    hopper::WgmmaE4m3<C::kKeysPerTile>::ss(acc, hopper::advance_descriptor(desc_q, kstep_offset(kRowsQ, kFirst + i)),
+                                           hopper::advance_descriptor(desc_k, kstep_offset(kRowsK, kFirst + i)),
+                                           i > 0);
+  }
+}
+
+// QK^T groups kGroup..kGroups-1: each chain runs into the partial accumulator, which is added to s
+// in f32 (a compile-time loop, so the k-step offsets stay immediates). One partial accumulator
+// serves every group: separate arrays become separate wgmma register blocks and spill.
+template <int kGroup, int kGroups, int kStepsPerGroup>
+__device__ __forceinline__ void add_qk_groups(float (&s)[32], float (&part)[32], uint64_t desc_q,
+                                              uint64_t desc_k) {
+  if constexpr (kGroup < kGroups) {
+    hopper::wgmma_fence_operands(part);
+    hopper::wgmma_fence();
+    issue_qk<kGroup * kStepsPerGroup, kStepsPerGroup>(part, desc_q, desc_k);
+    hopper::wgmma_commit_group();
+    hopper::wgmma_wait_group<0>();
+    hopper::wgmma_fence_operands(part);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) s[r] += part[r];
+    add_qk_groups<kGroup + 1, kGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
+  }
+}
+
+template <int kQkGroups>
+__device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem, uint8_t* smem_ptr,
+                                         uint64_t* full, uint64_t* empty, uint64_t* q_full, int64_t token,
+                                         int head_block, int length, int num_pairs, int w, int thread) {
+  constexpr uint32_t kConsumerThreads = 128 * C::kNumConsumers;
+  const int warp = thread / 32, lane = thread % 32;
+  const int row_lo = warp * 16 + lane / 4;  // the thread's two rows (heads): row_lo, row_lo + 8
+  const uint32_t q_smem = smem + C::kQOffset;
+  const uint32_t vt_own = smem + C::kVtOffset + w * C::kVtTileBytes;
+  const uint32_t vt_other = smem + C::kVtOffset + (1 - w) * C::kVtTileBytes;
+  const uint32_t p_own = smem + C::kPOffset + w * C::kPTileBytes;
+  const uint32_t p_other = smem + C::kPOffset + (1 - w) * C::kPTileBytes;
+  float* row_max_buf = reinterpret_cast<float*>(smem_ptr + C::kRowMaxOffset);
+  float* row_sum_buf = reinterpret_cast<float*>(smem_ptr + C::kRowSumOffset);
+  const int32_t* indices = p.indices + token * p.indices_stride;
+  const float scale_log2 = p.score_scale_log2;
+  const uint64_t desc_q = hopper::kmajor_descriptor(q_smem, Swizzle::k64B, C::kHeads, 0);
+  const uint32_t v_rows = w * C::kDvPerConsumer * C::kKeysPerTile;  // this consumer's d_v half of V^T
+
+  float o[C::kDvPerConsumer / 2];
+#pragma unroll
+  for (int i = 0; i < C::kDvPerConsumer / 2; ++i) o[i] = 0.0f;
+  float m_true[2] = {-INFINITY, -INFINITY};  // running max of the scaled (log2) scores
+  float m_ref[2] = {-INFINITY, -INFINITY};   // the max P is taken against (lags m_true, see below)
+  float sum_f32[2] = {0.0f, 0.0f};          // this thread's part of sum(P) in f32 (-> lse)
+  float sum_e4m3[2] = {0.0f, 0.0f};         // ... and of the quantised P that multiplies V (-> out)
+  uint32_t pf[2][4] = {};                   // P as the A fragments of the own tile's P.V
+
+  // The indices of a tile are loaded during the previous pair: their latency must not sit between
+  // the previous P.V and the next QK^T.
+  int32_t next_idx0 = -1, next_idx1 = -1;
+  const auto load_indices = [&](int tile) {
+    const int pos = tile * C::kKeysPerTile + 2 * lane;
+    next_idx0 = pos < length ? __ldg(indices + pos) : -1;
+    next_idx1 = pos + 1 < length ? __ldg(indices + pos + 1) : -1;
+  };
+  load_indices(w);
+
+  // QK^T of a tile in two halves, so that the next tile's first QK^T group can be issued right
+  // behind the P.V of the current pair and the tensor cores never wait for the loop overhead.
+  // The e4m3 wgmma accumulates in reduced precision (about 13 mantissa bits, truncating), so the
+  // 18 k-steps run as kQkGroups chains whose results are added in f32 registers.
+  constexpr int kKSteps = C::kDqk / 32;
+  constexpr int kStepsPerGroup = kKSteps / kQkGroups;
+  static_assert(kKSteps % kQkGroups == 0, "QK^T groups split the 18 k-steps evenly");
+  float s[32];
+  uint32_t valid_even = 0, valid_odd = 0;  // bit l: key 2l / 2l + 1 of the tile is valid
+  uint32_t k_tile = 0;
+  uint64_t desc_k = 0;
+  int stage = 0;
+  // Starts: key-validity ballots, wait for the gathered rows, issue the first group into s.
+  const auto start_scores = [&](int tile) {
+    valid_even = __ballot_sync(0xffffffffu, index_valid(next_idx0, p.num_kv));
+    valid_odd = __ballot_sync(0xffffffffu, index_valid(next_idx1, p.num_kv));
+    stage = tile % C::kNumKStages;
+    k_tile = smem + C::kKOffset + stage * C::kKTileBytes;
+    hopper::mbarrier_wait(&full[stage], (tile / C::kNumKStages) & 1);
+    // The tile was written by cp.async (generic proxy); wgmma reads through the async proxy.
+    hopper::fence_proxy_async_smem();
+    desc_k = hopper::kmajor_descriptor(k_tile, Swizzle::k64B, C::kKeysPerTile, 0);
+    // Register fences keep ordinary accumulator accesses on their side of wgmma.fence: one that
+    // sinks past it makes ptxas serialise every wgmma (C7514 / C7515).
+    hopper::wgmma_fence_operands(s);
+    hopper::wgmma_fence();
+    issue_qk<0, kStepsPerGroup>(s, desc_q, desc_k);
+    hopper::wgmma_commit_group();
+  };
+  // Finishes (called once this consumer's previous P.V is complete): V^T of the tile while the
+  // first group runs, the other groups, and the K stage goes back to the producer.
+  const auto finish_scores = [&]() {
+    // The other consumer's P.V of the previous pair reads V^T and P of both consumers.
+    hopper::named_barrier_sync(kBarrierBuffersFree, kConsumerThreads);
+    transpose_v_rounds(k_tile, vt_own, thread, 0, kTransposeRounds);
+    hopper::wgmma_wait_group<0>();
+    hopper::wgmma_fence_operands(s);
+    // The later groups use one partial accumulator, after the transpose: its temporaries and a
+    // second accumulator do not fit in the registers beside O at the same time.
+    if constexpr (kQkGroups > 1) {
+      float part[32];
+      add_qk_groups<1, kQkGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
+    }
+    hopper::fence_proxy_async_smem();        // the V^T stores, for the P.V wgmmas of both consumers
+    hopper::mbarrier_arrive(&empty[stage]);  // wgmma and the transpose are done with the K tile
+  };
+
+  hopper::mbarrier_wait(q_full, 0);
+  if (num_pairs > 0) {
+    start_scores(w);
+    finish_scores();
+  }
+  // Softmax of the scores in s, then P.V for both tiles of the pair (committed, not waited for).
+  const auto softmax_and_pv = [&](int tile) {
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    if ((valid_even & valid_odd) != 0xffffffffu) {  // warp-uniform; most tiles are all valid
+      const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
+#pragma unroll
+      for (int r = 0; r < 32; ++r) {
+        // register r is key 2 * ((r / 4) * 4 + lane % 4) + r % 2
+        if ((((r % 2) ? odd : even) >> ((r / 4) * 4) & 1u) == 0) s[r] = -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r) tile_max[(r / 2) % 2] = fmaxf(tile_max[(r / 2) % 2], s[r]);
+    load_indices(tile + 2);  // after the QK^T phase, where registers are scarcest
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      tile_max[h] = quad_max(tile_max[h]) * scale_log2;
+      if (lane % 4 == 0) row_max_buf[w * C::kHeads + row_lo + 8 * h] = tile_max[h];
+    }
+    hopper::named_barrier_sync(kBarrierRowMax, kConsumerThreads);
+    // P = 2^kPBiasLog2 * exp2(s - m_ref). m_ref moves only when the max has grown by more than
+    // kLazyRescaleLog2 since it was set, so O is rescaled rarely and P stays <= 2^8 < 448. Both
+    // consumers see the same maxima and make the same choice.
+    float alpha[2], bias[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float other = row_max_buf[(1 - w) * C::kHeads + row_lo + 8 * h];
+      m_true[h] = fmaxf(m_true[h], fmaxf(tile_max[h], other));
+      alpha[h] = 1.0f;
+      if (m_true[h] > m_ref[h] + C::kLazyRescaleLog2) {  // false while every key so far is invalid
+        alpha[h] = fast_exp2(m_ref[h] - m_true[h]);       // 0 the first time (m_ref = -inf)
+        m_ref[h] = m_true[h];
+      }
+      bias[h] = m_ref[h] == -INFINITY ? 0.0f : C::kPBiasLog2 - m_ref[h];
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
+    float part_f32[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 32; ++r) part_f32[(r / 2) % 2] += s[r];
+    p_fragment(pf[0], s, 0);
+    p_fragment(pf[1], s, 1);
+    __half2 part_e4m3[2] = {__float2half2_rn(0.0f), __float2half2_rn(0.0f)};
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        part_e4m3[j % 2] = __hadd2(part_e4m3[j % 2], e4m3x2_to_half2(pf[ks][j] & 0xffffu));
+        part_e4m3[j % 2] = __hadd2(part_e4m3[j % 2], e4m3x2_to_half2(pf[ks][j] >> 16));
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float2 q2 = __half22float2(part_e4m3[h]);
+      sum_f32[h] = sum_f32[h] * alpha[h] + part_f32[h];
+      sum_e4m3[h] = sum_e4m3[h] * alpha[h] + (q2.x + q2.y);
+    }
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < C::kDvPerConsumer / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+    }
+
+    // The own P to shared memory for the other consumer, K-major with the same key permutation.
+    // Row a_frag_row, K byte 32ks + a_frag_k = 16c + 4t with chunk c = 2ks + j/2, swizzled with
+    // (row/2)%4 = lane/8 for both rows of the thread; row + 8 (odd j) is 512 bytes further.
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int c = 2 * ks + j / 2;
+        sts32(p_own + row_lo * 64 + ((c ^ (lane / 8)) << 4) + 4 * (lane % 4) + 512 * (j % 2), pf[ks][j]);
+      }
+    hopper::fence_proxy_async_smem();
+
+    const uint64_t desc_vt_own = hopper::kmajor_descriptor(vt_own + v_rows, Swizzle::k64B, C::kDvPerConsumer, 0);
+    const uint64_t desc_vt_other =
+        hopper::kmajor_descriptor(vt_other + v_rows, Swizzle::k64B, C::kDvPerConsumer, 0);
+    const uint64_t desc_p_other = hopper::kmajor_descriptor(p_other, Swizzle::k64B, C::kHeads, 0);
+    hopper::wgmma_fence_operands(o);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(pf[ks][j]);
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      hopper::WgmmaE4m3<C::kDvPerConsumer>::rs(o, pf[ks], hopper::advance_descriptor(desc_vt_own, 32 * ks), true);
+    }
+    hopper::named_barrier_sync(kBarrierPReady, kConsumerThreads);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      hopper::WgmmaE4m3<C::kDvPerConsumer>::ss(o, hopper::advance_descriptor(desc_p_other, 32 * ks),
+                                               hopper::advance_descriptor(desc_vt_other, 32 * ks), true);
+    }
+    hopper::wgmma_commit_group();
+  };
+
+  // The last pair is peeled: with a branch choosing between wait_group 1 and 0, ptxas loses track
+  // of the groups in flight and serialises every wgmma (C7514 / C7518).
+  for (int pair = 0; pair + 1 < num_pairs; ++pair) {
+    const int tile = 2 * pair + w;
+    softmax_and_pv(tile);
+    // The next tile's QK^T goes right behind this P.V; nothing stays in flight across the loop
+    // edge (an accumulator in flight there also serialises all wgmmas).
+    start_scores(tile + 2);
+    hopper::wgmma_wait_group<1>();
+    hopper::wgmma_fence_operands(o);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(pf[ks][j]);
+    finish_scores();
+  }
+  if (num_pairs > 0) {
+    softmax_and_pv(2 * (num_pairs - 1) + w);
+    hopper::wgmma_wait_group<0>();
+    hopper::wgmma_fence_operands(o);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(pf[ks][j]);
+  }
+
+  // Row sums: quad, then the two consumers (each summed its own tiles); f32 and e4m3 sums travel
+  // together as a float2 per row.
+  float2* row_sums = reinterpret_cast<float2*>(row_sum_buf);
+  float total_f32[2], total_e4m3[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    sum_f32[h] = quad_sum(sum_f32[h]);
+    sum_e4m3[h] = quad_sum(sum_e4m3[h]);
+    if (lane % 4 == 0) row_sums[w * C::kHeads + row_lo + 8 * h] = make_float2(sum_f32[h], sum_e4m3[h]);
+  }
+  hopper::named_barrier_sync(kBarrierRowSum, kConsumerThreads);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float2 other = row_sums[(1 - w) * C::kHeads + row_lo + 8 * h];
+    total_f32[h] = sum_f32[h] + other.x;
+    total_e4m3[h] = sum_e4m3[h] + other.y;
+  }
+
+  constexpr float kLn2 = 0.6931471805599453f;
+  float out_scale[2];
+  const int64_t head0 = int64_t{head_block} * C::kHeads;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t head = head0 + row_lo + 8 * h;
+    const bool any_valid = total_f32[h] > 0.0f;
+    const float lse = any_valid ? (m_ref[h] + log2f(total_f32[h]) - C::kPBiasLog2) * kLn2 : INFINITY;
+    float sink_factor = 1.0f;
+    if (p.attn_sink != nullptr && any_valid) sink_factor = 1.0f / (1.0f + expf(p.attn_sink[head] - lse));
+    out_scale[h] = any_valid ? p.kv_scale * sink_factor / total_e4m3[h] : 0.0f;
+    if (w == 0 && lane % 4 == 0) {
+      const int64_t cell = token * p.num_heads + head;
+      p.lse[cell] = lse;
+      if (p.max_logits != nullptr) p.max_logits[cell] = any_valid ? m_true[h] * kLn2 : -INFINITY;
+    }
+  }
+  __nv_bfloat16* out = p.out + token * p.out_token_stride + head0 * p.out_head_stride + w * C::kDvPerConsumer;
+#pragma unroll
+  for (int r = 0; r < C::kDvPerConsumer / 2; r += 2) {
+    const int row = hopper::acc_row(warp, lane, r);
+    const int col = hopper::acc_col(lane, r);
+    const float f = out_scale[(r / 2) % 2];
+    *reinterpret_cast<__nv_bfloat162*>(out + row * p.out_head_stride + col) =
+        __floats2bfloat162_rn(o[r] * f, o[r + 1] * f);
+  }
+}
+
+}  // namespace detail
+
+template <int kQkGroups>
+__global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(const Fp8KernelParams p) {
+  using C = Fp8Config;
+  extern __shared__ uint8_t smem_raw[];
+  // wgmma descriptors assume every tile starts on a 1024-byte swizzle-pattern boundary.
+  const uint32_t raw = hopper::smem_address(smem_raw);
+  const uint32_t smem = (raw + 1023u) & ~1023u;
+  uint8_t* smem_ptr = smem_raw + (smem - raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_ptr + C::kBarrierOffset);
+  uint64_t* empty = full + C::kNumKStages;
+  uint64_t* q_full = empty + C::kNumKStages;
+
+  const int64_t token = blockIdx.x / p.head_blocks;
+  const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
+  const int length = detail::token_length(p, token);
+  // Tiles go in pairs (one per consumer); the last tile of an odd count is all padding.
+  const int num_pairs = (length + 2 * C::kKeysPerTile - 1) / (2 * C::kKeysPerTile);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kNumKStages; ++s) {
+      hopper::mbarrier_init(&full[s], 128);   // one cp.async arrival per producer thread
+      hopper::mbarrier_init(&empty[s], 128);  // every thread of the consumer that owns the tile
+    }
+    hopper::mbarrier_init(q_full, 128);
+    hopper::mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  const int thread = threadIdx.x % 128;
+  if (wg == 0) {
+    hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
+    detail::producer(p, smem, full, empty, q_full, token, head_block, length, 2 * num_pairs, thread);
+  } else {
+    hopper::warpgroup_reg_alloc<C::kConsumerRegs>();
+    detail::consumer<kQkGroups>(p, smem, smem_ptr, full, empty, q_full, token, head_block, length, num_pairs, wg - 1,
+                     thread);
+  }
+}
+
+// Sets the shared-memory limit and launches one instantiation (each lives in its own launch_g*.cu).
+template <int kQkGroups>
+Status launch_fp8_kernel(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
+  const auto kernel = sparse_mla_fp8_kernel<kQkGroups>;
+  FP8DSA_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8Config::kSmemAlloc));
+  kernel<<<blocks, Fp8Config::kThreads, Fp8Config::kSmemAlloc, stream>>>(params);
+  FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_fp8_kernel");
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::sparse_mla

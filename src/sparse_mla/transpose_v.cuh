@@ -1,0 +1,108 @@
+// V^T for P.V: the transposed copy of a gathered tile's first 512 columns, [d_v][64 keys] K-major
+// with 64B swizzle, written from the K-major KV tile by one consumer warpgroup.
+//
+// Keys are stored in a permuted order so that P can go straight from the QK^T accumulators to the
+// wgmma A-fragment registers with no shuffle (FlashAttention-3's trick, done here on the V side):
+// a thread's accumulator holds keys {2t, 2t+1, 2t+8, 2t+9} (t = lane % 4) of each 16-key group
+// where its A fragment expects K positions 4t..4t+3. So V^T position p holds key v_key_at(p).
+#pragma once
+
+#include <cstdint>
+
+#include "hopper/swizzle.h"
+#include "sparse_mla/config.h"
+
+namespace fp8dsa::sparse_mla {
+
+// The key (0..63) stored at K position p (0..63) of a V^T row / P row.
+FP8DSA_HOST_DEVICE constexpr int v_key_at(int p) {
+  const int q = p % 16;
+  return (p / 16) * 16 + 2 * (q / 4) + (q % 2) + 8 * ((q / 2) % 2);
+}
+
+#if defined(__CUDACC__)
+
+__device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(selector));
+  return r;
+}
+
+__device__ __forceinline__ void lds128(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address)
+               : "memory");
+}
+__device__ __forceinline__ void sts32(uint32_t address, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
+}
+
+// Transposes the tile at k_tile (K-major [64 keys][576], SW64) into vt (K-major [512][64 keys],
+// SW64, keys permuted by v_key_at). Called by all 128 threads of one warpgroup (thread = 0..127).
+//
+// Each thread moves 4 blocks of 4 keys x 16 columns, one per round: loads rows {2t, 2t+1, 2t+8,
+// 2t+9} of a 16-key group g (16 bytes each), transposes 4x4 bytes with prmt, stores one 32-bit
+// word (four keys) per column. Lane bit 2 (b) flips the row and store order so that both the
+// 16-byte loads and the 4-byte stores of a warp hit 32 distinct banks; the prmt selectors undo the
+// flip. Rounds [round_begin, round_end) let a caller spread the work between the waits of a split
+// QK^T; all kTransposeRounds rounds make the whole tile.
+constexpr int kTransposeRounds = 4;
+__device__ __forceinline__ void transpose_v_rounds(uint32_t k_tile, uint32_t vt, int thread, int round_begin,
+                                                   int round_end) {
+  const int lane = thread % 32, warp = thread / 32;
+  const int t = lane % 4;
+  const int b = (lane / 4) % 2;
+  const int g = lane / 8;  // 16-key group
+  // First-stage selectors interleave bytes of two rows; with b the rows arrive swapped.
+  const uint32_t sel_lo = b ? 0x1504u : 0x5140u;
+  const uint32_t sel_hi = b ? 0x3726u : 0x7362u;
+  // Second stage: word i holds byte i of all four rows; with b, words come out pair-swapped so that
+  // the store order (d parity) alternates between the two lane halves.
+  const uint32_t sel_even = b ? 0x7632u : 0x5410u;
+  const uint32_t sel_odd = b ? 0x5410u : 0x7632u;
+  const int row0 = 16 * g + 2 * t + b;  // rows in load order: row0, row0 ^ 1, row0 + 8, row0 ^ 1 + 8
+  // Addresses (kmajor_offset, worked out so each access is a base register plus an immediate).
+  // Load of row r, 16-byte chunk dc: (dc/4)*4096 + r*64 + ((dc%4) ^ (r/2)%4)*16, where (r/2)%4 = t
+  // for all four rows, dc/4 = 2*warp + it/2 and dc%4 = 2*(it%2) + b.
+  const uint32_t load_base = k_tile + 2 * warp * 4096 + row0 * 64;
+  const uint32_t load_swz_even = static_cast<uint32_t>((b ^ t) << 4);
+  const uint32_t load_swz_odd = static_cast<uint32_t>(((2 + b) ^ t) << 4);
+  const int row_step = (1 - 2 * b) * 64;  // row0 ^ 1 - row0
+  // Store of column d = dc*16 + 4m + (i^b) at keys 16g + 4t: d*64 + (g ^ (d/2)%4)*16 + 4t, where
+  // (d/2)%4 = (2m + i/2)%4 and (i^b)*64 = i*64 + (i odd ? -64 : +64)*b.
+  uint32_t store_base[2][4];
+#pragma unroll
+  for (int parity = 0; parity < 2; ++parity)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      store_base[parity][c] = vt + (warp * 8 + b) * 1024 + 4 * t + (parity ? -64 * b : 64 * b) + ((g ^ c) << 4);
+  // Not unrolled: the consumer holds O (128 registers) and S (32) while this runs.
+#pragma unroll 1
+  for (int it = round_begin; it < round_end; ++it) {
+    const uint32_t load = load_base + (it / 2) * 4096 + ((it % 2) ? load_swz_odd : load_swz_even);
+    uint32_t r0[4], r1[4], r2[4], r3[4];
+    lds128(r0, load);
+    lds128(r1, load + row_step);
+    lds128(r2, load + 512);
+    lds128(r3, load + row_step + 512);
+    const uint32_t round_offset = it * 2048;  // dc grows by 2 per round
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const uint32_t t0 = byte_perm(r0[m], r1[m], sel_lo);
+      const uint32_t t1 = byte_perm(r2[m], r3[m], sel_lo);
+      const uint32_t t2 = byte_perm(r0[m], r1[m], sel_hi);
+      const uint32_t t3 = byte_perm(r2[m], r3[m], sel_hi);
+      const uint32_t w[4] = {byte_perm(t0, t1, sel_even), byte_perm(t0, t1, sel_odd),
+                             byte_perm(t2, t3, sel_even), byte_perm(t2, t3, sel_odd)};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        sts32(store_base[i % 2][(2 * m + i / 2) % 4] + round_offset + (4 * m + i) * 64, w[i]);
+      }
+    }
+  }
+}
+
+#endif  // __CUDACC__
+
+}  // namespace fp8dsa::sparse_mla

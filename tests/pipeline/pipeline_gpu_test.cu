@@ -1,0 +1,200 @@
+// prefill() on the GPU: against the CPU reference of the whole chain, against the three stages run
+// one by one, bitwise reruns, and replay from a captured CUDA graph.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/gpu_test.h"
+#include "common/metrics.h"
+#include "common/random_inputs.h"
+#include "common/rerun.h"
+#include "fp8dsa/fp8.h"
+#include "fp8dsa/pipeline.h"
+
+namespace fp8dsa {
+namespace {
+
+using testing::DeviceBuffer;
+
+constexpr int kIndexHeads = 64;
+constexpr int kIndexDim = 128;
+constexpr int kHeads = 64;
+constexpr int kDqk = 576;
+constexpr int kDv = 512;
+constexpr int kTopk = 128;
+
+// A ragged batch of two causal sequences over cached prefixes, on the host and on the device.
+struct Problem {
+  int64_t t = 0, n = 0;
+  std::vector<int32_t> ks, ke;
+  std::vector<uint8_t> index_q, index_k, q, kv;
+  std::vector<float> w, k_scale;
+
+  DeviceBuffer<int32_t> d_ks, d_ke;
+  DeviceBuffer<uint8_t> d_index_q, d_index_k, d_q, d_kv;
+  DeviceBuffer<float> d_w, d_k_scale;
+
+  explicit Problem(uint64_t seed) {
+    const SequenceLayout seqs[] = {{40, 300}, {24, 600}};
+    ks.resize(64);
+    ke.resize(64);
+    EXPECT_TRUE(build_causal_bounds(seqs, ks.data(), ke.data(), &t, &n).is_ok());
+    index_q = testing::random_e4m3(t * kIndexHeads * kIndexDim, seed + 1, -2.0f, 2.0f);
+    index_k = testing::random_e4m3(n * kIndexDim, seed + 2, -2.0f, 2.0f);
+    w = testing::random_f32(t * kIndexHeads, seed + 3, -1.0f, 1.0f);
+    k_scale = testing::random_f32(n, seed + 4, 0.5f, 1.5f);
+    q = testing::random_e4m3(t * kHeads * kDqk, seed + 5, -1.0f, 1.0f);
+    kv = testing::random_e4m3(n * kDqk, seed + 6, -1.0f, 1.0f);
+    d_ks = DeviceBuffer<int32_t>(ks);
+    d_ke = DeviceBuffer<int32_t>(ke);
+    d_index_q = DeviceBuffer<uint8_t>(index_q);
+    d_index_k = DeviceBuffer<uint8_t>(index_k);
+    d_q = DeviceBuffer<uint8_t>(q);
+    d_kv = DeviceBuffer<uint8_t>(kv);
+    d_w = DeviceBuffer<float>(w);
+    d_k_scale = DeviceBuffer<float>(k_scale);
+  }
+
+  // Params over the device copies (host == false) or the host copies.
+  PrefillParams params(bool host, void* out, float* lse, float* max_logits) const {
+    PrefillParams p;
+    IndexerParams& ix = p.indexer;
+    ix.num_tokens = t;
+    ix.num_keys = n;
+    ix.num_heads = kIndexHeads;
+    ix.head_dim = kIndexDim;
+    ix.q = host ? static_cast<const void*>(index_q.data()) : d_index_q.get();
+    ix.w = host ? w.data() : d_w.get();
+    ix.k = host ? static_cast<const void*>(index_k.data()) : d_index_k.get();
+    ix.k_scale = host ? k_scale.data() : d_k_scale.get();
+    ix.ks = host ? ks.data() : d_ks.get();
+    ix.ke = host ? ke.data() : d_ke.get();
+    SparseMlaParams& at = p.attention;
+    at.num_tokens = t;
+    at.num_kv = n;
+    at.num_heads = kHeads;
+    at.q = host ? static_cast<const void*>(q.data()) : d_q.get();
+    at.kv = host ? static_cast<const void*>(kv.data()) : d_kv.get();
+    at.sm_scale = 1.0f / std::sqrt(192.0f);
+    at.out = out;
+    at.lse = lse;
+    at.max_logits = max_logits;
+    p.topk = kTopk;
+    return p;
+  }
+};
+
+struct Outputs {
+  DeviceBuffer<uint16_t> out;
+  DeviceBuffer<float> lse, max_logits;
+  explicit Outputs(int64_t t) : out(t * kHeads * kDv), lse(t * kHeads), max_logits(t * kHeads) {}
+};
+
+TEST(PrefillGpu, MatchesCpuReferenceChain) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  Problem pb(7);
+  Outputs got(pb.t);
+  PrefillParams p = pb.params(false, got.out.get(), got.lse.get(), got.max_logits.get());
+  DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
+  p.workspace = workspace.get();
+  p.workspace_bytes = workspace.size();
+  FP8DSA_ASSERT_STATUS_OK(prefill(p));
+  FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
+
+  std::vector<uint16_t> ref_out(got.out.size());
+  std::vector<float> ref_lse(got.lse.size()), ref_max(got.max_logits.size());
+  FP8DSA_ASSERT_STATUS_OK(
+      reference::prefill_cpu(pb.params(true, ref_out.data(), ref_lse.data(), ref_max.data())));
+  std::vector<double> ref_out_d(ref_out.size()), ref_lse_d(ref_lse.begin(), ref_lse.end()),
+      ref_max_d(ref_max.begin(), ref_max.end());
+  for (size_t i = 0; i < ref_out.size(); ++i) ref_out_d[i] = bf16_to_float(ref_out[i]);
+
+  const std::vector<uint16_t> out = got.out.download();
+  const std::vector<float> lse = got.lse.download(), max_logits = got.max_logits.download();
+  const testing::SparseMlaCheck check = testing::check_sparse_mla(
+      {out.data(), 0, 0, lse.data(), max_logits.data()}, ref_out_d, ref_lse_d, ref_max_d, pb.t, kHeads, kDv);
+  EXPECT_TRUE(check.passed) << check.description;
+}
+
+TEST(PrefillGpu, MatchesStagesRunOneByOneAndReruns) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  Problem pb(11);
+  Outputs whole(pb.t), staged(pb.t);
+  PrefillParams p = pb.params(false, whole.out.get(), whole.lse.get(), whole.max_logits.get());
+  DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
+  p.workspace = workspace.get();
+  p.workspace_bytes = workspace.size();
+  EXPECT_TRUE(testing::reruns_bitwise_equal(
+      [&] { return prefill(p); },
+      {testing::rerun_output(whole.out, "out"), testing::rerun_output(whole.lse, "lse"),
+       testing::rerun_output(whole.max_logits, "max_logits")}));
+
+  const int64_t ldl = (pb.n + 3) / 4 * 4;
+  DeviceBuffer<float> logits(pb.t * ldl);
+  DeviceBuffer<int32_t> indices(pb.t * kTopk);
+  IndexerParams ix = p.indexer;
+  ix.logits = logits.get();
+  ix.ldl = ldl;
+  FP8DSA_ASSERT_STATUS_OK(indexer_logits(ix));
+  TopkParams tk;
+  tk.num_rows = pb.t;
+  tk.num_keys = pb.n;
+  tk.logits = logits.get();
+  tk.ldl = ldl;
+  tk.ks = pb.d_ks.get();
+  tk.ke = pb.d_ke.get();
+  tk.k = kTopk;
+  tk.indices = indices.get();
+  DeviceBuffer<uint8_t> topk_ws(topk_workspace_bytes(tk));
+  tk.workspace = topk_ws.get();
+  tk.workspace_bytes = topk_ws.size();
+  FP8DSA_ASSERT_STATUS_OK(topk(tk));
+  SparseMlaParams at = p.attention;
+  at.indices = indices.get();
+  at.topk = kTopk;
+  at.out = staged.out.get();
+  at.lse = staged.lse.get();
+  at.max_logits = staged.max_logits.get();
+  FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(at));
+  EXPECT_EQ(whole.out.download(), staged.out.download());
+  EXPECT_EQ(whole.lse.download(), staged.lse.download());
+  EXPECT_EQ(whole.max_logits.download(), staged.max_logits.download());
+}
+
+TEST(PrefillGpu, ReplaysFromACapturedGraph) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  Problem pb(13);
+  Outputs direct(pb.t), graphed(pb.t);
+  PrefillParams p = pb.params(false, direct.out.get(), direct.lse.get(), direct.max_logits.get());
+  DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
+  p.workspace = workspace.get();
+  p.workspace_bytes = workspace.size();
+  FP8DSA_ASSERT_STATUS_OK(prefill(p));
+  FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
+
+  cudaStream_t stream;
+  FP8DSA_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  PrefillParams g = pb.params(false, graphed.out.get(), graphed.lse.get(), graphed.max_logits.get());
+  g.workspace = workspace.get();
+  g.workspace_bytes = workspace.size();
+  g.stream = stream;
+  cudaGraph_t graph;
+  FP8DSA_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status captured = prefill(g);
+  FP8DSA_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  FP8DSA_ASSERT_STATUS_OK(captured);
+  cudaGraphExec_t exec;
+  FP8DSA_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) FP8DSA_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+  FP8DSA_ASSERT_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(direct.out.download(), graphed.out.download());
+  EXPECT_EQ(direct.lse.download(), graphed.lse.download());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace fp8dsa

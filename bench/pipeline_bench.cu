@@ -92,7 +92,7 @@ Status run_pipeline_bench(const BenchContext& ctx) {
   row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", kHeads}, {"H", kIndexHeads}, {"topk", kTopk}},
                            "causal");
   row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) + " + topk + sparse_mla:" +
-               sparse_mla_kernel_name(SparseMlaKernel::kFp8);
+               sparse_mla_kernel_name(sparse_mla_route(base.attention));
   auto launch = [&](int s) {
     PrefillParams p = base;
     const PrefillInputs& in = inputs[static_cast<size_t>(s)];

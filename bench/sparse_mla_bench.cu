@@ -88,8 +88,7 @@ Status bench_sparse_mla_shape(const BenchContext& ctx, int64_t num_keys, int num
   ResultRow row;
   row.op = "sparse_mla";
   row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}});
-  // kAuto has a single fast kernel to go to.
-  row.kernel = sparse_mla_kernel_name(SparseMlaKernel::kFp8);
+  row.kernel = sparse_mla_kernel_name(sparse_mla_route(base));
   auto launch = [&](int s) {
     SparseMlaParams p = base;
     p.q = inputs[static_cast<size_t>(s)].q.get();

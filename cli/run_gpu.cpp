@@ -263,7 +263,7 @@ int run_on_gpu(const RunOptions& requested) {
   ap.stream = se.stream;
   stage_out.point(&ap);
   const double mla_flops = 2.0 * h * (kDimQk + kDimV) * static_cast<double>(valid_selected);
-  StageRow mla_row{"sparse_mla", sparse_mla_kernel_name(SparseMlaKernel::kFp8), NAN, mla_flops, {}, ""};
+  StageRow mla_row{"sparse_mla", sparse_mla_kernel_name(sparse_mla_route(ap)), NAN, mla_flops, {}, ""};
   std::printf("  [3/4] sparse MLA ...");
   std::fflush(stdout);
   if (const Status s = run_stage([&] { return sparse_mla_prefill(ap); },

@@ -206,27 +206,36 @@ int main(int argc, char** argv) {
                              {"sparse_mla", run_sparse_mla_bench},
                              {"pipeline", run_pipeline_bench}};
   int exit_code = 0;
+  // Each op's rows are printed and appended to the CSV as soon as it ends, so a run cut short by a
+  // time limit still leaves everything measured before it.
+  const auto report = [&](size_t first) {
+    const Results part = results.since(first);
+    part.print_table(stdout);
+    std::fflush(stdout);
+    if (!opt.write_csv) return;
+    const Status status = part.append_csv(opt.csv, prop.name, opt.commit);
+    if (!status.is_ok()) {
+      std::fprintf(stderr, "fp8dsa_bench: %s\n", status.to_string().c_str());
+      exit_code = 1;
+    }
+  };
+  report(0);
   for (const OpBench& b : benches) {
     if (!wants(opt, b.op)) continue;
     std::printf("  running %s ...\n", b.op);
     std::fflush(stdout);
+    const size_t first = results.rows().size();
     const Status status = b.run(ctx);
+    report(first);
     if (!status.is_ok()) {
-      // A CUDA error may leave the context unusable: report what ran so far and stop.
+      // A CUDA error may leave the context unusable: stop after reporting what ran.
       std::fprintf(stderr, "fp8dsa_bench: %s failed: %s\n", b.op, status.to_string().c_str());
       exit_code = 1;
       break;
     }
   }
 
-  std::printf("\n");
+  std::printf("\nall rows:\n");
   results.print_table(stdout);
-  if (opt.write_csv) {
-    const Status status = results.append_csv(opt.csv, prop.name, opt.commit);
-    if (!status.is_ok()) {
-      std::fprintf(stderr, "fp8dsa_bench: %s\n", status.to_string().c_str());
-      exit_code = 1;
-    }
-  }
   return exit_code;
 }

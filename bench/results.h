@@ -2,7 +2,9 @@
 // (date,gpu,op,shape,ms,tflops,ratio_to_fp8_gemm,commit).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <cstdio>
@@ -29,6 +31,13 @@ class Results {
   void set_gemm_tflops(double tflops) { gemm_tflops_ = tflops; }
   void add(ResultRow row) { rows_.push_back(std::move(row)); }
   const std::vector<ResultRow>& rows() const { return rows_; }
+  // The rows from index `first` on, with the same yardstick (to report one op as soon as it ends).
+  Results since(size_t first) const {
+    Results part;
+    part.gemm_tflops_ = gemm_tflops_;
+    part.rows_.assign(rows_.begin() + static_cast<std::ptrdiff_t>(std::min(first, rows_.size())), rows_.end());
+    return part;
+  }
 
   // op, shape, kernel, ms, TFLOPS, ratio_to_fp8_gemm, GB/s; a row that did not run shows its note
   // after the last column.

@@ -2,15 +2,17 @@
 # One command for the GPU machine: build everything (Release, ptxas report on), run the GPU and CPU
 # tests, `fp8dsa run`, count the FP8 tensor-core instructions in each kernel's SASS, look for
 # register spills, run the benchmark, and print a summary. Arguments go to the benchmark
-# (e.g. scripts/gpu_check.sh --quick --ops=sparse_mla). Logs go to $OUT when set (else
-# build/gpu_check/); the benchmark's CSV rows go to <logs>/results.csv, seeded with bench/results.csv,
-# so that file is the repository's CSV plus this run. Every step has a time limit; the whole run
+# (e.g. scripts/gpu_check.sh --quick --ops=sparse_mla). Logs go to build/gpu_check/; when $OUT is
+# set (the device tool, which brings back at most 8 files) they are also packed into
+# $OUT/gpu_check_logs.tgz beside $OUT/summary.txt and $OUT/results.csv. The benchmark's CSV rows go
+# to <logs>/results.csv, seeded with bench/results.csv, so that file is the repository's CSV plus
+# this run. Every step has a time limit; the whole run
 # stays within about 8 minutes.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build=${BUILD_DIR:-build}
-logs=${OUT:-$build/gpu_check}
+logs=$build/gpu_check
 mkdir -p "$logs"
 budget_s=${GPU_CHECK_BUDGET_S:-480}
 start_s=$SECONDS
@@ -105,6 +107,7 @@ gtest_counts() {
   echo "passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0} (rc $(rc_of "$1"))"
 }
 
+summary() {
 echo
 echo "================================ gpu_check summary ================================"
 echo "elapsed            $((SECONDS - start_s)) s; logs in $logs"
@@ -131,8 +134,19 @@ fi
 echo
 echo "benchmark          rc $(rc_of bench)"
 if [[ -f $logs/bench.log ]]; then
-  sed -n '/^op /,$p' "$logs/bench.log" | sed 's/^/  /'
+  if grep -q '^all rows:' "$logs/bench.log"; then
+    sed -n '/^all rows:/,$p' "$logs/bench.log" | sed 's/^/  /'
+  else  # cut short: the per-op tables printed so far
+    sed -n '/^op /,$p' "$logs/bench.log" | sed 's/^/  /'
+  fi
   grep -E 'failed|error' "$logs/bench.log" | head -5 | sed 's/^/  /'
+fi
+}
+summary | tee "$logs/summary.txt"
+if [[ -n ${OUT:-} ]]; then
+  cp "$logs/summary.txt" "$OUT/summary.txt"
+  [[ -f $csv ]] && cp "$csv" "$OUT/results.csv"
+  tar czf "$OUT/gpu_check_logs.tgz" -C "$build" gpu_check
 fi
 
 status=0

@@ -22,9 +22,13 @@ struct Fp8Config {
   static constexpr int kDvPerConsumer = kDv / kNumConsumers;
   static constexpr int kNumKStages = 3;    // gathered K tiles in flight
   static constexpr int kThreads = 128 * (1 + kNumConsumers);
-  // setmaxnreg split (48 * 128 + 232 * 256 = 65536): a consumer holds O (128 registers), S (32)
-  // and a QK^T partial (32) or the V transpose temporaries; ptxas -v shows no spills at this split.
-  static constexpr int kProducerRegs = 48;
+  // setmaxnreg moves registers only within the CTA's pool: what it was launched with, kEntryRegs per
+  // thread (the __launch_bounds__(kThreads, 1) cap; ptxas -v: "Used 168 registers"), not the SM's
+  // 65536. A split above that leaves a consumer's setmaxnreg.inc waiting forever (48 / 232 did).
+  // 40 * 128 + 232 * 256 = 168 * 384: a consumer holds O (128 registers), S (32) and a QK^T partial
+  // (32) or the V transpose temporaries; ptxas -v shows no spills at this split.
+  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
   // P is stored as e4m3 after scaling by 2^kPBiasLog2 relative to a reference max that is moved
   // (and O rescaled) only when the true max exceeds it by kLazyRescaleLog2: P <= 2^8 < 448 (e4m3 max).
@@ -61,8 +65,8 @@ struct Fp8Config {
                 "wgmma tiles start on a swizzle-pattern boundary (descriptor base_offset 0)");
   static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
   static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kNumConsumers <= 65536,
-                "setmaxnreg split must fit the register file");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kNumConsumers <= kEntryRegs * kThreads,
+                "setmaxnreg split must fit the registers the CTA is launched with");
   static_assert(kPBiasLog2 + kLazyRescaleLog2 <= 8.0f, "P must stay below e4m3's 448");
   static_assert(kNumKStages >= 3, "a pair holds two stages; the third lets the gather run ahead");
 };

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda/ptx>
@@ -65,15 +66,36 @@ __device__ __forceinline__ int token_length(const Fp8KernelParams& p, int64_t to
   return min(max(p.topk_length[token], 0), p.topk);
 }
 
+// Tiles go in pairs (one per consumer); the last tile of an odd count is all padding.
+__device__ __forceinline__ int pair_count(int length) {
+  return (length + 2 * C::kKeysPerTile - 1) / (2 * C::kKeysPerTile);
+}
+
 __device__ __forceinline__ bool index_valid(int32_t idx, int64_t num_kv) { return idx >= 0 && idx < num_kv; }
+
+#if defined(FP8DSA_MLA_HANG_CHECK)
+// A producer wait this long is a pipeline bug: a CTA's whole key loop takes microseconds (well under
+// a second even under compute-sanitizer).
+constexpr uint64_t kHangCheckNs = 10'000'000'000ull;
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  return ns;
+}
+#endif
 
 // The producer's mbarrier wait; with FP8DSA_MLA_HANG_CHECK it traps instead of hanging forever (a
 // pipeline bug then fails a test with an illegal-instruction error). Producer only, and no printf:
-// a trap or call in the consumers makes ptxas serialise every wgmma (C7510 / C7512).
+// a trap or call in the consumers makes ptxas serialise every wgmma (C7510 / C7512). The bound is
+// time, not a count of tries: one try_wait may suspend the thread for a hardware-chosen while, and
+// 2^26 tries did not trap within a 150 s test timeout.
 __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
 #if defined(FP8DSA_MLA_HANG_CHECK)
-  for (uint32_t spins = 0; !cuda::ptx::mbarrier_try_wait_parity(bar, parity); ++spins) {
-    if (spins == (1u << 26)) __trap();
+  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
+  const uint64_t start = global_timer_ns();
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    if (global_timer_ns() - start > kHangCheckNs) __trap();
   }
 #else
   hopper::mbarrier_wait(bar, parity);
@@ -116,6 +138,14 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
   // No copy may outlive the thread that issued it.
   hopper::cp_async_commit_group();
   hopper::cp_async_wait_group<0>();
+#if defined(FP8DSA_MLA_HANG_CHECK)
+  // Waits for the consumers to release the last tiles too, so that a consumer stuck anywhere before
+  // its last release traps here instead of hanging unreported behind an exited producer. Tile t is
+  // release number t / kNumKStages of its stage; the one before it was waited for above.
+  for (int tile = max(num_tiles - C::kNumKStages, 0); tile < num_tiles; ++tile) {
+    wait_barrier(&empty[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
+  }
+#endif
 }
 
 // Byte offset of K step ks (32 bytes) in a K-major SW64 tile of `rows` rows: the same for the
@@ -344,9 +374,11 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
   };
 
   // The last pair is peeled: with a branch choosing between wait_group 1 and 0, ptxas loses track
-  // of the groups in flight and serialises every wgmma (C7514 / C7518).
-  for (int pair = 0; pair + 1 < num_pairs; ++pair) {
-    const int tile = 2 * pair + w;
+  // of the groups in flight and serialises every wgmma (C7514 / C7518). The loop leaves `tile` at the
+  // last pair's tile, so that num_pairs is not live across the loop (ptxas spilled it there).
+  const int last_tile = 2 * (num_pairs - 1) + w;
+  int tile = w;
+  for (; tile < last_tile; tile += 2) {
     softmax_and_pv(tile);
     // The next tile's QK^T goes right behind this P.V; nothing stays in flight across the loop
     // edge (an accumulator in flight there also serialises all wgmmas).
@@ -360,7 +392,7 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
     finish_scores();
   }
   if (num_pairs > 0) {
-    softmax_and_pv(2 * (num_pairs - 1) + w);
+    softmax_and_pv(tile);
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(o);
 #pragma unroll
@@ -431,9 +463,6 @@ __global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(
 
   const int64_t token = blockIdx.x / p.head_blocks;
   const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
-  const int length = detail::token_length(p, token);
-  // Tiles go in pairs (one per consumer); the last tile of an odd count is all padding.
-  const int num_pairs = (length + 2 * C::kKeysPerTile - 1) / (2 * C::kKeysPerTile);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kNumKStages; ++s) {
@@ -447,13 +476,16 @@ __global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(
 
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
+  // Each role reads the token's length itself: a value live across setmaxnreg got spilled.
   if (wg == 0) {
     hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
-    detail::producer(p, smem, full, empty, q_full, token, head_block, length, 2 * num_pairs, thread);
+    const int length = detail::token_length(p, token);
+    detail::producer(p, smem, full, empty, q_full, token, head_block, length, 2 * detail::pair_count(length), thread);
   } else {
     hopper::warpgroup_reg_alloc<C::kConsumerRegs>();
-    detail::consumer<kQkGroups>(p, smem, smem_ptr, full, empty, q_full, token, head_block, length, num_pairs, wg - 1,
-                     thread);
+    const int length = detail::token_length(p, token);
+    detail::consumer<kQkGroups>(p, smem, smem_ptr, full, empty, q_full, token, head_block, length,
+                                detail::pair_count(length), wg - 1, thread);
   }
 }
 
@@ -463,6 +495,16 @@ Status launch_fp8_kernel(const Fp8KernelParams& params, unsigned blocks, cudaStr
   const auto kernel = sparse_mla_fp8_kernel<kQkGroups>;
   FP8DSA_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8Config::kSmemAlloc));
+  // The setmaxnreg split is sized for the registers the CTA starts with (config.h); if ptxas ever
+  // gives the kernel fewer, a consumer's setmaxnreg.inc would wait forever: refuse to launch.
+  cudaFuncAttributes attributes{};
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.numRegs * Fp8Config::kThreads <
+      Fp8Config::kProducerRegs * 128 + Fp8Config::kConsumerRegs * 128 * Fp8Config::kNumConsumers) {
+    return not_implemented("sparse_mla fp8: the kernel was built with " + std::to_string(attributes.numRegs) +
+                           " registers per thread, too few for its setmaxnreg split (needs " +
+                           std::to_string(Fp8Config::kEntryRegs) + ")");
+  }
   kernel<<<blocks, Fp8Config::kThreads, Fp8Config::kSmemAlloc, stream>>>(params);
   FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_fp8_kernel");
   return Status::ok();

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# For the GPU machine: builds the sparse MLA GPU tests and runs the native FP8 kernel's tests one by
+# one, each under a time limit, with the kernel's gate open (FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8),
+# then memcheck on the smallest case and its timing driver. The step to take before turning the
+# kernel back on by default. Logs go to $OUT when set, else build/mla_check/.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=${BUILD_DIR:-build}
+logs=${OUT:-$build/mla_check}
+mkdir -p "$logs"
+
+cmake -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8DSA_PTXAS_VERBOSE=ON >"$logs/cmake.log" 2>&1 &&
+  ninja -C "$build" fp8dsa_sparse_mla_gpu_tests fp8dsa_sparse_mla_timing >"$logs/build.log" 2>&1 ||
+  { tail -30 "$logs/build.log"; exit 1; }
+echo "ptxas (registers / spills) of the FP8 kernels:"
+grep -A3 "Compiling entry function '_ZN6fp8dsa10sparse_mla21sparse_mla_fp8_kernel" "$logs/build.log" |
+  grep -E "registers|spill" | sort | uniq -c
+if command -v cuobjdump >/dev/null; then
+  echo "setmaxnreg in SASS:"
+  cuobjdump -sass "$build/src/sparse_mla/libfp8dsa_sparse_mla.a" | grep -oE "USETMAXREG[^;]*" | sort | uniq -c
+fi
+
+export FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1
+tests=$build/tests/sparse_mla/fp8dsa_sparse_mla_gpu_tests
+for t in SingleKeyHandComputed EmptyCacheAndZeroTokens SpecShapesH64 SpecShapesH128 HardNumerics \
+         RejectsBadArguments LargeH64AgainstGpuReference LargeH128AgainstGpuReference QkGroupsAccuracy; do
+  timeout 150 "$tests" --gtest_filter="SparseMlaFp8.$t" >"$logs/$t.log" 2>&1
+  echo "SparseMlaFp8.$t rc=$?"
+  grep -E "^\[  FAILED  \]|rel L2|lse" "$logs/$t.log" | head -4 | sed 's/^/    /'
+done
+timeout 120 compute-sanitizer --tool memcheck "$tests" --gtest_filter=SparseMlaFp8.SingleKeyHandComputed \
+  >"$logs/memcheck.log" 2>&1
+echo "memcheck rc=$?"; tail -2 "$logs/memcheck.log" | sed 's/^/    /'
+timeout 120 "$build/tests/sparse_mla/fp8dsa_sparse_mla_timing" 10 >"$logs/timing.log" 2>&1
+echo "timing rc=$?"; tail -25 "$logs/timing.log"

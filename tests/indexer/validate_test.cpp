@@ -7,20 +7,16 @@
 #include <limits>
 #include <string>
 
+#include "common/validation.h"
 #include "fp8dsa/indexer.h"
 
 namespace fp8dsa {
 namespace {
 
-alignas(256) unsigned char g_arena[4096];
-const unsigned char* at(int offset) { return g_arena + offset; }
+const unsigned char* at(int offset) { return testing::stand_in_arena() + offset; }
 
 void expect_rejected(const IndexerParams& p, StatusCode code, const std::string& needle) {
-  const Status s = validate(p);
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "message '" << s.message() << "' lacks '" << needle << "'";
-  EXPECT_EQ(s.message().rfind("indexer: ", 0), 0u) << s.message();
+  testing::expect_rejected(p, code, needle, "indexer: ");
 }
 
 IndexerParams good_params() {

@@ -5,23 +5,16 @@
 #include <cstdint>
 #include <string>
 
+#include "common/validation.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa {
 namespace {
 
-alignas(256) unsigned char g_arena[4096];
-template <typename T>
-T* at(int offset) {
-  return reinterpret_cast<T*>(g_arena + offset);
-}
+using testing::at;
 
 void expect_rejected(const PrefillParams& p, StatusCode code, const std::string& needle) {
-  const Status s = validate(p);
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "message '" << s.message() << "' lacks '" << needle << "'";
-  EXPECT_EQ(s.message().rfind("prefill: ", 0), 0u) << s.message();
+  testing::expect_rejected(p, code, needle, "prefill: ");
 }
 
 // 179 new tokens over 896 cached keys: N = 1075, which is not a multiple of 4.

@@ -7,16 +7,13 @@
 #include <limits>
 #include <string>
 
+#include "common/validation.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa {
 namespace {
 
-alignas(256) unsigned char g_arena[4096];
-template <typename T>
-T* at(int offset) {
-  return reinterpret_cast<T*>(g_arena + offset);
-}
+using testing::at;
 
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -98,7 +95,7 @@ TEST(PrefillWorkspace, SaturatesInsteadOfOverflowing) {
 TEST(Prefill, RejectsWorkspaceTooSmallWithBothSizes) {
   PrefillParams p = small_params();
   const size_t need = prefill_workspace_bytes(p);
-  p.workspace = g_arena;
+  p.workspace = testing::stand_in_arena();
   p.workspace_bytes = need - 1;
   const Status s = prefill(p);
   EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
@@ -114,7 +111,7 @@ TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.message();
 
-  p.workspace = g_arena + 16;
+  p.workspace = testing::stand_in_arena() + 16;
   s = prefill(p);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("256-byte aligned"), std::string::npos) << s.message();
@@ -123,7 +120,7 @@ TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {
 TEST(Prefill, FusedIsNotImplementedYet) {
   PrefillParams p = small_params();
   p.fused = true;
-  p.workspace = g_arena;
+  p.workspace = testing::stand_in_arena();
   p.workspace_bytes = prefill_workspace_bytes(p);
   const Status s = prefill(p);
   EXPECT_EQ(s.code(), StatusCode::kNotImplemented) << s.to_string();

@@ -7,23 +7,16 @@
 #include <limits>
 #include <string>
 
+#include "common/validation.h"
 #include "fp8dsa/sparse_mla.h"
 
 namespace fp8dsa {
 namespace {
 
-alignas(256) unsigned char g_arena[4096];
-template <typename T>
-T* at(int offset) {
-  return reinterpret_cast<T*>(g_arena + offset);
-}
+using testing::at;
 
 void expect_rejected(const SparseMlaParams& p, StatusCode code, const std::string& needle) {
-  const Status s = validate(p);
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "message '" << s.message() << "' lacks '" << needle << "'";
-  EXPECT_EQ(s.message().rfind("sparse_mla: ", 0), 0u) << s.message();
+  testing::expect_rejected(p, code, needle, "sparse_mla: ");
 }
 
 SparseMlaParams good_params() {
@@ -195,16 +188,16 @@ TEST(SparseMlaValidate, RejectsBadOutStrides) {
 
 TEST(SparseMlaValidate, RejectsMisalignedPointers) {
   SparseMlaParams p = good_params();
-  p.q = g_arena + 8;
+  p.q = testing::stand_in_arena() + 8;
   expect_rejected(p, StatusCode::kInvalidArgument, "q (0x");
   p = good_params();
-  p.kv = g_arena + 256 + 4;
+  p.kv = testing::stand_in_arena() + 256 + 4;
   expect_rejected(p, StatusCode::kInvalidArgument, "kv (0x");
   p = good_params();
-  p.out = g_arena + 768 + 2;
+  p.out = testing::stand_in_arena() + 768 + 2;
   expect_rejected(p, StatusCode::kInvalidArgument, "out (0x");
   p = good_params();
-  p.lse = reinterpret_cast<float*>(g_arena + 1025);
+  p.lse = reinterpret_cast<float*>(testing::stand_in_arena() + 1025);
   expect_rejected(p, StatusCode::kInvalidArgument, "lse (0x");
 }
 

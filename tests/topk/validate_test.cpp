@@ -6,23 +6,16 @@
 #include <limits>
 #include <string>
 
+#include "common/validation.h"
 #include "fp8dsa/topk.h"
 
 namespace fp8dsa {
 namespace {
 
-alignas(256) unsigned char g_arena[4096];
-template <typename T>
-T* at(int offset) {
-  return reinterpret_cast<T*>(g_arena + offset);
-}
+using testing::at;
 
 void expect_rejected(const TopkParams& p, StatusCode code, const std::string& needle) {
-  const Status s = validate(p);
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "message '" << s.message() << "' lacks '" << needle << "'";
-  EXPECT_EQ(s.message().rfind("topk: ", 0), 0u) << s.message();
+  testing::expect_rejected(p, code, needle, "topk: ");
 }
 
 TopkParams good_params() {
@@ -125,10 +118,10 @@ TEST(TopkValidate, RejectsBadStrides) {
 
 TEST(TopkValidate, RejectsMisalignedPointers) {
   TopkParams p = good_params();
-  p.logits = reinterpret_cast<const float*>(g_arena + 2);
+  p.logits = reinterpret_cast<const float*>(testing::stand_in_arena() + 2);
   expect_rejected(p, StatusCode::kInvalidArgument, "logits (0x");
   p = good_params();
-  p.indices = reinterpret_cast<int32_t*>(g_arena + 769);
+  p.indices = reinterpret_cast<int32_t*>(testing::stand_in_arena() + 769);
   expect_rejected(p, StatusCode::kInvalidArgument, "indices (0x");
 }
 
@@ -162,7 +155,7 @@ TEST(TopkValidate, RejectsBadPageTable) {
   expect_rejected(p, StatusCode::kInvalidArgument,
                   "page_table_stride (39) must be >= pages_per_seq (40)");
   p = with_page_table(good_params());
-  p.page_table = reinterpret_cast<const int32_t*>(g_arena + 1026);
+  p.page_table = reinterpret_cast<const int32_t*>(testing::stand_in_arena() + 1026);
   expect_rejected(p, StatusCode::kInvalidArgument, "page_table (0x");
 }
 

@@ -1,1 +1,0 @@
-// Shared test utilities (see tests/common/*.h).

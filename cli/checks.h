@@ -34,9 +34,9 @@ Status reference_logits(const HostProblem& problem, const std::vector<int64_t>& 
 // SPEC 6 indexer metric of got.logits against the f64 reference.
 CheckOutcome check_indexer(const HostProblem& problem, const SampledOutputs& got,
                            const std::vector<double>& ref_logits);
-// The selection got.indices against the exact top-k of the f64 reference logits (ties aside).
-CheckOutcome check_topk(const HostProblem& problem, const SampledOutputs& got,
-                        const std::vector<double>& ref_logits);
+// The selection got.indices against the exact top-k of the logits it was taken from, got.logits
+// (ties aside).
+CheckOutcome check_topk(const HostProblem& problem, const SampledOutputs& got);
 // The attention outputs against the f64 reference run on the same selected rows (got.indices).
 CheckOutcome check_attention(const HostProblem& problem, const SampledOutputs& got);
 

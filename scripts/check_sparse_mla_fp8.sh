@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # For the GPU machine: builds the sparse MLA GPU tests and runs the native FP8 kernel's tests one by
-# one, each under a time limit, with the kernel's gate open (FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8),
+# one, each under a time limit,
 # then memcheck on the smallest case and its timing driver. The step to take before turning the
 # kernel back on by default. Logs go to $OUT when set, else build/mla_check/.
 set -uo pipefail
@@ -20,7 +20,6 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$build/src/sparse_mla/libfp8dsa_sparse_mla.a" | grep -oE "USETMAXREG[^;]*" | sort | uniq -c
 fi
 
-export FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1
 tests=$build/tests/sparse_mla/fp8dsa_sparse_mla_gpu_tests
 for t in SingleKeyHandComputed EmptyCacheAndZeroTokens SpecShapesH64 SpecShapesH128 HardNumerics \
          RejectsBadArguments LargeH64AgainstGpuReference LargeH128AgainstGpuReference QkGroupsAccuracy; do

@@ -71,12 +71,6 @@ Status validate(const SparseMlaParams& params);
 // The kernel kAuto resolves to for these params.
 SparseMlaKernel sparse_mla_route(const SparseMlaParams& params);
 
-// Whether the native FP8 kernel may run. In this revision it is off unless the environment sets
-// FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1: its latest version hangs on the H200 (measured
-// 2026-11-29) and stays disabled until it is fixed; kAuto then takes the reference kernel and an
-// explicit kFp8 request returns NotImplemented.
-bool sparse_mla_fp8_enabled();
-
 // Fast path on the GPU. Asynchronous on params.stream.
 Status sparse_mla_prefill(const SparseMlaParams& params);
 

@@ -12,7 +12,7 @@ struct Fp8KernelParams;
 
 // QK^T runs as this many wgmma chains added in f32 (the e4m3 wgmma accumulator keeps ~13 mantissa
 // bits): a tradeoff between score accuracy (lse, max_logits) and speed. Instantiated: 1, 2, 3, 6, 9.
-constexpr int kDefaultQkGroups = 6;
+constexpr int kDefaultQkGroups = 3;
 bool is_instantiated_qk_groups(int qk_groups);
 
 // True where the FP8 tensor-core kernel exists for these (validated) params: h = 64 or 128.

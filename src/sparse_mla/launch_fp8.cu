@@ -21,11 +21,6 @@ bool is_instantiated_qk_groups(int qk_groups) {
 }
 
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups) {
-  if (!sparse_mla_fp8_enabled()) {
-    return not_implemented(
-        "sparse_mla fp8: the native FP8 kernel is disabled in this revision (its latest version hangs "
-        "on the H200); set FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1 to run it while fixing it");
-  }
   if (!fp8_kernel_supports(params)) {
     return not_implemented("sparse_mla fp8: num_heads " + std::to_string(params.num_heads) +
                            " has no FP8 tensor-core kernel yet (h = 64 and 128 do)");

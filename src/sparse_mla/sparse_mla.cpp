@@ -1,9 +1,7 @@
 // The public sparse MLA entry point: validates, passes the device gate, then runs the kernel that
-// params.kernel names. kAuto takes the native FP8 kernel where it exists (h = 64, 128) and is
-// enabled, and otherwise the CUDA-core reference kernel (h in {8, 16, 32} until the
-// transposed-orientation FP8 kernel lands; no padding to 64 heads either way).
-#include <cstdlib>
-#include <cstring>
+// params.kernel names. kAuto takes the native FP8 kernel where it exists (h = 64, 128), and
+// otherwise the CUDA-core reference kernel (h in {8, 16, 32} until the transposed-orientation FP8
+// kernel lands; no padding to 64 heads either way).
 #include <string>
 
 #include "core/cuda_check.h"
@@ -12,15 +10,9 @@
 
 namespace fp8dsa {
 
-bool sparse_mla_fp8_enabled() {
-  const char* flag = std::getenv("FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8");
-  return flag != nullptr && std::strcmp(flag, "1") == 0;
-}
-
 SparseMlaKernel sparse_mla_route(const SparseMlaParams& params) {
   if (params.kernel != SparseMlaKernel::kAuto) return params.kernel;
-  return sparse_mla_fp8_enabled() && sparse_mla::fp8_kernel_supports(params) ? SparseMlaKernel::kFp8
-                                                                             : SparseMlaKernel::kReference;
+  return sparse_mla::fp8_kernel_supports(params) ? SparseMlaKernel::kFp8 : SparseMlaKernel::kReference;
 }
 
 Status sparse_mla_prefill(const SparseMlaParams& params) {

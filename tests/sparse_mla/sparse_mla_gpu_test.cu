@@ -23,14 +23,6 @@
 #include "sparse_mla/fp8_launch.h"
 #include "sparse_mla/reference_cpu.h"
 
-// The FP8 kernel of this revision hangs on the H200 and is disabled (sparse_mla_fp8_enabled());
-// its tests run again once FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1 is set.
-#define FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED()                                                  \
-  do {                                                                                       \
-    if (!::fp8dsa::sparse_mla_fp8_enabled())                                                 \
-      GTEST_SKIP() << "native FP8 sparse MLA disabled: set FP8DSA_ENABLE_UNVERIFIED_SPARSE_MLA_FP8=1"; \
-  } while (0)
-
 namespace fp8dsa {
 namespace {
 
@@ -232,7 +224,6 @@ void run_case(const Fp8Case& c, uint64_t seed) {
 }
 
 TEST(SparseMlaFp8, SpecShapesH64) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   const std::vector<Fp8Case> cases = {
       {128, 128, 64, 62},
@@ -250,7 +241,6 @@ TEST(SparseMlaFp8, SpecShapesH64) {
 }
 
 TEST(SparseMlaFp8, SpecShapesH128) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   const std::vector<Fp8Case> cases = {
       {128, 128, 128, 213, true},
@@ -266,7 +256,6 @@ TEST(SparseMlaFp8, SpecShapesH128) {
 
 // Peaked softmax (large scores), repeated keys, many invalid indices, unusual scales.
 TEST(SparseMlaFp8, HardNumerics) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   Fp8Case peaked{4000, 1024, 64, 16, false, true};  // scores up to ~7 (a YaRN-scaled sm_scale)
   peaked.q_range = 3.0f;
@@ -297,7 +286,6 @@ TEST(SparseMlaFp8, SmallHeadCountsThroughAuto) {
 }
 
 TEST(SparseMlaFp8, EmptyCacheAndZeroTokens) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   run_case(Fp8Case{0, 128, 64, 5, true, true}, 150000);  // N = 0: every index is invalid
   Problem pr;
@@ -310,7 +298,6 @@ TEST(SparseMlaFp8, EmptyCacheAndZeroTokens) {
 
 // One valid key: out = kv_scale * V row, lse = max_logits = the score.
 TEST(SparseMlaFp8, SingleKeyHandComputed) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   Fp8Case c{16, 128, 64, 2};
   c.kv_scale = 1.5f;
@@ -403,13 +390,11 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
 }
 
 TEST(SparseMlaFp8, LargeH128AgainstGpuReference) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   run_large(128, 4096, 170000);
 }
 
 TEST(SparseMlaFp8, LargeH64AgainstGpuReference) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   run_large(64, 4096, 170010);
 }
@@ -418,7 +403,6 @@ TEST(SparseMlaFp8, LargeH64AgainstGpuReference) {
 // added in f32. Prints the accuracy of every instantiation (the tradeoff behind the default) and
 // requires SPEC 6 of the default.
 TEST(SparseMlaFp8, QkGroupsAccuracy) {
-  FP8DSA_SKIP_UNLESS_MLA_FP8_ENABLED();
   FP8DSA_SKIP_WITHOUT_GPU();
   for (int groups : {1, 2, 3, 6, 9}) {
     run_large(64, 1024, 175000, groups, groups == sparse_mla::kDefaultQkGroups);

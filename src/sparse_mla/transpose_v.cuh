@@ -45,11 +45,9 @@ __device__ __forceinline__ void sts32(uint32_t address, uint32_t v) {
 // 2t+9} of a 16-key group g (16 bytes each), transposes 4x4 bytes with prmt, stores one 32-bit
 // word (four keys) per column. Lane bit 2 (b) flips the row and store order so that both the
 // 16-byte loads and the 4-byte stores of a warp hit 32 distinct banks; the prmt selectors undo the
-// flip. Rounds [round_begin, round_end) let a caller spread the work between the waits of a split
-// QK^T; all kTransposeRounds rounds make the whole tile.
+// flip.
 constexpr int kTransposeRounds = 4;
-__device__ __forceinline__ void transpose_v_rounds(uint32_t k_tile, uint32_t vt, int thread, int round_begin,
-                                                   int round_end) {
+__device__ __forceinline__ void transpose_v(uint32_t k_tile, uint32_t vt, int thread) {
   const int lane = thread % 32, warp = thread / 32;
   const int t = lane % 4;
   const int b = (lane / 4) % 2;
@@ -65,41 +63,55 @@ __device__ __forceinline__ void transpose_v_rounds(uint32_t k_tile, uint32_t vt,
   // Addresses (kmajor_offset, worked out so each access is a base register plus an immediate).
   // Load of row r, 16-byte chunk dc: (dc/4)*4096 + r*64 + ((dc%4) ^ (r/2)%4)*16, where (r/2)%4 = t
   // for all four rows, dc/4 = 2*warp + it/2 and dc%4 = 2*(it%2) + b.
-  const uint32_t load_base = k_tile + 2 * warp * 4096 + row0 * 64;
-  const uint32_t load_swz_even = static_cast<uint32_t>((b ^ t) << 4);
-  const uint32_t load_swz_odd = static_cast<uint32_t>(((2 + b) ^ t) << 4);
-  const int row_step = (1 - 2 * b) * 64;  // row0 ^ 1 - row0
+  // The base has address bits 4-5 zero, so adding the chunk (b ^ t) << 4 and flipping bit 5 for
+  // odd rounds ((2 + b) ^ t = (b ^ t) ^ 2) is exact. rows_a: rows row0 and row0 + 8; rows_b: row0 ^ 1
+  // and row0 ^ 1 + 8 (64 bytes further or back).
+  const uint32_t rows_a = k_tile + 2 * warp * 4096 + row0 * 64 + static_cast<uint32_t>((b ^ t) << 4);
+  const uint32_t rows_b = rows_a + (1 - 2 * b) * 64;
   // Store of column d = dc*16 + 4m + (i^b) at keys 16g + 4t: d*64 + (g ^ (d/2)%4)*16 + 4t, where
   // (d/2)%4 = (2m + i/2)%4 and (i^b)*64 = i*64 + (i odd ? -64 : +64)*b.
-  uint32_t store_base[2][4];
+  // The other terms leave address bits 4-5 zero (vt is 1024-aligned, 4t < 16, the rest are
+  // multiples of 64), so the chunk (g ^ c) << 4 is an XOR of c << 4 into one base per parity: two
+  // registers instead of eight, which leaves room for two rounds of loads in flight.
+  uint32_t store_base[2];
 #pragma unroll
   for (int parity = 0; parity < 2; ++parity)
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      store_base[parity][c] = vt + (warp * 8 + b) * 1024 + 4 * t + (parity ? -64 * b : 64 * b) + ((g ^ c) << 4);
-  // Not unrolled: the consumer holds O (128 registers) and S (32) while this runs.
-#pragma unroll 1
-  for (int it = round_begin; it < round_end; ++it) {
-    const uint32_t load = load_base + (it / 2) * 4096 + ((it % 2) ? load_swz_odd : load_swz_even);
-    uint32_t r0[4], r1[4], r2[4], r3[4];
-    lds128(r0, load);
-    lds128(r1, load + row_step);
-    lds128(r2, load + 512);
-    lds128(r3, load + row_step + 512);
+    store_base[parity] = vt + (warp * 8 + b) * 1024 + 4 * t + (parity ? -64 * b : 64 * b) + (g << 4);
+  // Round it: loads of its four 16-byte row pieces, then the transposed 4-byte stores.
+  const auto load_round = [&](uint32_t (&r)[4][4], int it) {
+    const uint32_t flip = static_cast<uint32_t>((it % 2) << 5), step = (it / 2) * 4096;
+    const uint32_t load_a = (rows_a ^ flip) + step, load_b = (rows_b ^ flip) + step;
+    lds128(r[0], load_a);
+    lds128(r[1], load_b);
+    lds128(r[2], load_a + 512);
+    lds128(r[3], load_b + 512);
+  };
+  const auto store_round = [&](const uint32_t (&r)[4][4], int it) {
     const uint32_t round_offset = it * 2048;  // dc grows by 2 per round
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const uint32_t t0 = byte_perm(r0[m], r1[m], sel_lo);
-      const uint32_t t1 = byte_perm(r2[m], r3[m], sel_lo);
-      const uint32_t t2 = byte_perm(r0[m], r1[m], sel_hi);
-      const uint32_t t3 = byte_perm(r2[m], r3[m], sel_hi);
+      const uint32_t t0 = byte_perm(r[0][m], r[1][m], sel_lo);
+      const uint32_t t1 = byte_perm(r[2][m], r[3][m], sel_lo);
+      const uint32_t t2 = byte_perm(r[0][m], r[1][m], sel_hi);
+      const uint32_t t3 = byte_perm(r[2][m], r[3][m], sel_hi);
       const uint32_t w[4] = {byte_perm(t0, t1, sel_even), byte_perm(t0, t1, sel_odd),
                              byte_perm(t2, t3, sel_even), byte_perm(t2, t3, sel_odd)};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        sts32(store_base[i % 2][(2 * m + i / 2) % 4] + round_offset + (4 * m + i) * 64, w[i]);
+        const uint32_t chunk = static_cast<uint32_t>(((2 * m + i / 2) % 4) << 4);
+        sts32((store_base[i % 2] ^ chunk) + round_offset + (4 * m + i) * 64, w[i]);
       }
     }
+  };
+  // Software-pipelined: the next round's loads are in flight while this round's bytes are permuted
+  // and stored (the permutes otherwise wait on the loads: a profile showed them as a fifth of the
+  // consumers' stall samples).
+  uint32_t r[2][4][4];
+  load_round(r[0], 0);
+#pragma unroll
+  for (int it = 0; it < kTransposeRounds; ++it) {
+    if (it + 1 < kTransposeRounds) load_round(r[(it + 1) % 2], it + 1);
+    store_round(r[it % 2], it);
   }
 }
 

@@ -52,8 +52,8 @@ struct Fp8KernelParams {
   int64_t out_token_stride, out_head_stride;
   float* lse;
   float* max_logits;  // optional
-  int num_heads;
-  int head_blocks;  // num_heads / 64
+  int num_heads;    // h < 64 runs as one 64-head block whose rows >= h are zero (see the launcher)
+  int head_blocks;  // ceil(num_heads / 64)
 };
 
 namespace detail {
@@ -111,7 +111,8 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
 #pragma unroll
   for (int pass = 0; pass < C::kHeads / kGatherRowsPerPass; ++pass) {
     const int row = pass * kGatherRowsPerPass + row_in_pass;
-    gather_row(smem + C::kQOffset, row, q + row * p.q_head_stride, true, quarter);
+    const bool head_exists = head_block * C::kHeads + row < p.num_heads;  // h < 64: the rest is zero
+    gather_row(smem + C::kQOffset, row, head_exists ? q + row * p.q_head_stride : p.q, head_exists, quarter);
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 
@@ -426,12 +427,15 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t head = head0 + row_lo + 8 * h;
+    const bool head_exists = head < p.num_heads;
     const bool any_valid = total_f32[h] > 0.0f;
     const float lse = any_valid ? (m_ref[h] + log2f(total_f32[h]) - C::kPBiasLog2) * kLn2 : INFINITY;
     float sink_factor = 1.0f;
-    if (p.attn_sink != nullptr && any_valid) sink_factor = 1.0f / (1.0f + expf(p.attn_sink[head] - lse));
+    if (p.attn_sink != nullptr && any_valid && head_exists) {
+      sink_factor = 1.0f / (1.0f + expf(p.attn_sink[head] - lse));
+    }
     out_scale[h] = any_valid ? p.kv_scale * sink_factor / total_e4m3[h] : 0.0f;
-    if (w == 0 && lane % 4 == 0) {
+    if (w == 0 && lane % 4 == 0 && head_exists) {
       const int64_t cell = token * p.num_heads + head;
       p.lse[cell] = lse;
       if (p.max_logits != nullptr) p.max_logits[cell] = any_valid ? m_true[h] * kLn2 : -INFINITY;
@@ -460,6 +464,7 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
 #pragma unroll 4
   for (int i = 0; i < 16; ++i) {
     const int row = warp * 16 + i;
+    if (head0 + row >= p.num_heads) break;  // h < 64 (warp-uniform)
     uint32_t v[4];
     lds128(v, stage_base + row * kStageRowBytes + lane * 16);
     *reinterpret_cast<uint4*>(out + row * p.out_head_stride + lane * 8) = make_uint4(v[0], v[1], v[2], v[3]);

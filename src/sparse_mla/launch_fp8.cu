@@ -1,5 +1,7 @@
 // Host side of the native FP8 sparse MLA kernel: resolves strides, folds the scales, launches one
-// CTA per (token, 64-head block); h = 128 gives two CTAs per token that share rows through L2.
+// CTA per (token, 64-head block); h = 128 gives two CTAs per token that share rows through L2, and
+// h in {8, 16, 32} one CTA whose MMA rows past h are zero (useful work h / 64 of the tensor cores:
+// still ~100x the CUDA-core kernel; the transposed orientation that avoids the padding is not built).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,7 +13,8 @@
 namespace fp8dsa::sparse_mla {
 
 bool fp8_kernel_supports(const SparseMlaParams& params) {
-  return params.num_heads % Fp8Config::kHeads == 0 && params.d_qk == Fp8Config::kDqk &&
+  return (params.num_heads % Fp8Config::kHeads == 0 || params.num_heads < Fp8Config::kHeads) &&
+         params.num_heads > 0 && params.d_qk == Fp8Config::kDqk &&
          params.d_v == Fp8Config::kDv && params.q_dtype == DType::kE4M3 && params.kv_dtype == DType::kE4M3 &&
          params.out_dtype == DType::kBF16;
 }
@@ -22,12 +25,12 @@ bool is_instantiated_qk_groups(int qk_groups) {
 
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups) {
   if (!fp8_kernel_supports(params)) {
-    return not_implemented("sparse_mla fp8: num_heads " + std::to_string(params.num_heads) +
-                           " has no FP8 tensor-core kernel yet (h = 64 and 128 do)");
+    return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
+                           "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
   }
   const SparseMlaParams r = params.resolved();
   if (r.num_tokens == 0) return Status::ok();
-  const int64_t head_blocks = r.num_heads / Fp8Config::kHeads;
+  const int64_t head_blocks = (r.num_heads + Fp8Config::kHeads - 1) / Fp8Config::kHeads;
   const int64_t blocks = r.num_tokens * head_blocks;
   if (blocks > std::numeric_limits<int32_t>::max()) {
     return invalid_argument("sparse_mla fp8: num_tokens * num_heads / 64 (" + std::to_string(blocks) +

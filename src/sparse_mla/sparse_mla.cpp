@@ -1,7 +1,6 @@
 // The public sparse MLA entry point: validates, passes the device gate, then runs the kernel that
-// params.kernel names. kAuto takes the native FP8 kernel where it exists (h = 64, 128), and
-// otherwise the CUDA-core reference kernel (h in {8, 16, 32} until the transposed-orientation FP8
-// kernel lands; no padding to 64 heads either way).
+// params.kernel names. kAuto takes the native FP8 kernel (for h in {8, 16, 32} its MMA rows past h
+// are zero, see launch_fp8.cu), and the CUDA-core reference kernel only for inputs it cannot take.
 #include <string>
 
 #include "core/cuda_check.h"

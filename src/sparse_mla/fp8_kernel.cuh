@@ -102,17 +102,31 @@ __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// Where the producer puts Q and the K ring (both kernels gather alike).
+template <int kQRowsT, uint32_t kQOffsetT, uint32_t kKOffsetT>
+struct GatherLayout {
+  static constexpr int kQRows = kQRowsT;  // rows of the Q tile (heads; zero past num_heads)
+  static constexpr uint32_t kQOffset = kQOffsetT;
+  static constexpr uint32_t kKOffset = kKOffsetT;
+};
+using MainGatherLayout = GatherLayout<C::kHeads, C::kQOffset, C::kKOffset>;
+
+// The producer warpgroup: Q of the CTA's heads, then every K tile of the token into the ring.
+template <class L = MainGatherLayout>
 __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem, uint64_t* full,
                                          uint64_t* empty, uint64_t* q_full, int64_t token, int head_block,
                                          int length, int num_tiles, int thread) {
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
-  const uint8_t* q = p.q + token * p.q_token_stride + int64_t{head_block} * C::kHeads * p.q_head_stride;
+  const uint8_t* q = p.q + token * p.q_token_stride + int64_t{head_block} * L::kQRows * p.q_head_stride;
 #pragma unroll
-  for (int pass = 0; pass < C::kHeads / kGatherRowsPerPass; ++pass) {
+  for (int pass = 0; pass < (L::kQRows + kGatherRowsPerPass - 1) / kGatherRowsPerPass; ++pass) {
     const int row = pass * kGatherRowsPerPass + row_in_pass;
-    const bool head_exists = head_block * C::kHeads + row < p.num_heads;  // h < 64: the rest is zero
-    gather_row(smem + C::kQOffset, row, head_exists ? q + row * p.q_head_stride : p.q, head_exists, quarter);
+    if (row < L::kQRows) {
+      const bool head_exists = head_block * L::kQRows + row < p.num_heads;  // else zero rows
+      gather_row<L::kQRows>(smem + L::kQOffset, row, head_exists ? q + row * p.q_head_stride : p.q, head_exists,
+                            quarter);
+    }
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 
@@ -127,7 +141,7 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
       idx[pass] = pos < length ? __ldg(indices + pos) : -1;
     }
     if (tile >= C::kNumKStages) wait_barrier(&empty[stage], ((tile / C::kNumKStages) - 1) & 1);
-    const uint32_t k_tile = smem + C::kKOffset + stage * C::kKTileBytes;
+    const uint32_t k_tile = smem + L::kKOffset + stage * C::kKTileBytes;
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       const bool valid = index_valid(idx[pass], p.num_kv);
@@ -156,35 +170,42 @@ __host__ __device__ constexpr uint32_t kstep_offset(int rows, int ks) {
   return static_cast<uint32_t>((ks * 32 / 64) * rows * 64 + (ks * 32) % 64);
 }
 
-// Issues QK^T k-steps [kFirst, kFirst + kCount) into acc (the first one overwrites it). desc_q /
-// desc_k: descriptors of k-step 0 of Q and of the K tile.
-template <int kFirst, int kCount>
-__device__ __forceinline__ void issue_qk(float (&acc)[32], uint64_t desc_q, uint64_t desc_k) {
+// The score GEMM's shape: A (M = 64 rows) times B (kN rows), both K-major SW64 tiles 576 bytes
+// deep. The h >= 64 kernel has A = Q (64 heads) and B = the K tile (64 keys); the small-head kernel
+// the transposed orientation, A = the K tile and B = Q (kN = h heads).
+template <int kNT, int kRowsAT>
+struct ScoreShape {
+  static constexpr int kN = kNT, kRowsA = kRowsAT, kRowsB = kNT, kAccRegs = kNT / 2;
+};
+using MainScoreShape = ScoreShape<C::kKeysPerTile, C::kHeads>;
+
+// Issues score k-steps [kFirst, kFirst + kCount) into acc (the first one overwrites it). desc_a /
+// desc_b: descriptors of k-step 0 of the A and B tiles.
+template <class S, int kFirst, int kCount>
+__device__ __forceinline__ void issue_qk(float (&acc)[S::kAccRegs], uint64_t desc_a, uint64_t desc_b) {
 #pragma unroll
   for (int i = 0; i < kCount; ++i) {
-    constexpr int kRowsQ = C::kHeads, kRowsK = C::kKeysPerTile;
-    hopper::WgmmaE4m3<C::kKeysPerTile>::ss(acc, hopper::advance_descriptor(desc_q, kstep_offset(kRowsQ, kFirst + i)),
-                                           hopper::advance_descriptor(desc_k, kstep_offset(kRowsK, kFirst + i)),
-                                           i > 0);
+    hopper::WgmmaE4m3<S::kN>::ss(acc, hopper::advance_descriptor(desc_a, kstep_offset(S::kRowsA, kFirst + i)),
+                                 hopper::advance_descriptor(desc_b, kstep_offset(S::kRowsB, kFirst + i)), i > 0);
   }
 }
 
-// QK^T groups kGroup..kGroups-1: each chain runs into the partial accumulator, which is added to s
+// Score groups kGroup..kGroups-1: each chain runs into the partial accumulator, which is added to s
 // in f32 (a compile-time loop, so the k-step offsets stay immediates). One partial accumulator
 // serves every group: separate arrays become separate wgmma register blocks and spill.
-template <int kGroup, int kGroups, int kStepsPerGroup>
-__device__ __forceinline__ void add_qk_groups(float (&s)[32], float (&part)[32], uint64_t desc_q,
-                                              uint64_t desc_k) {
+template <class S, int kGroup, int kGroups, int kStepsPerGroup>
+__device__ __forceinline__ void add_qk_groups(float (&s)[S::kAccRegs], float (&part)[S::kAccRegs], uint64_t desc_a,
+                                              uint64_t desc_b) {
   if constexpr (kGroup < kGroups) {
     hopper::wgmma_fence_operands(part);
     hopper::wgmma_fence();
-    issue_qk<kGroup * kStepsPerGroup, kStepsPerGroup>(part, desc_q, desc_k);
+    issue_qk<S, kGroup * kStepsPerGroup, kStepsPerGroup>(part, desc_a, desc_b);
     hopper::wgmma_commit_group();
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(part);
 #pragma unroll
-    for (int r = 0; r < 32; ++r) s[r] += part[r];
-    add_qk_groups<kGroup + 1, kGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
+    for (int r = 0; r < S::kAccRegs; ++r) s[r] += part[r];
+    add_qk_groups<S, kGroup + 1, kGroups, kStepsPerGroup>(s, part, desc_a, desc_b);
   }
 }
 
@@ -252,7 +273,7 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
     // sinks past it makes ptxas serialise every wgmma (C7514 / C7515).
     hopper::wgmma_fence_operands(s);
     hopper::wgmma_fence();
-    issue_qk<0, kStepsPerGroup>(s, desc_q, desc_k);
+    issue_qk<MainScoreShape, 0, kStepsPerGroup>(s, desc_q, desc_k);
     hopper::wgmma_commit_group();
   };
   // Finishes (called once this consumer's previous P.V is complete): V^T of the tile while the
@@ -268,7 +289,7 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
     // second accumulator do not fit in the registers beside O at the same time.
     if constexpr (kQkGroups > 1) {
       float part[32];
-      add_qk_groups<1, kQkGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
+      add_qk_groups<MainScoreShape, 1, kQkGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
     }
     hopper::fence_proxy_async_smem();        // the V^T stores, for the P.V wgmmas of both consumers
     hopper::mbarrier_arrive(&empty[stage]);  // wgmma and the transpose are done with the K tile
@@ -513,25 +534,31 @@ __global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(
   }
 }
 
-// Sets the shared-memory limit and launches one instantiation (each lives in its own launch_g*.cu).
-template <int kQkGroups>
-Status launch_fp8_kernel(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
-  const auto kernel = sparse_mla_fp8_kernel<kQkGroups>;
-  FP8DSA_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8Config::kSmemAlloc));
+// Sets the shared-memory limit and launches a kernel of the producer + two consumers shape (384
+// threads, the setmaxnreg split of config.h).
+inline Status launch_warp_specialised(void (*kernel)(Fp8KernelParams), uint32_t smem_bytes, const char* name,
+                                      const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   // The setmaxnreg split is sized for the registers the CTA starts with (config.h); if ptxas ever
   // gives the kernel fewer, a consumer's setmaxnreg.inc would wait forever: refuse to launch.
   cudaFuncAttributes attributes{};
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attributes, kernel));
   if (attributes.numRegs * Fp8Config::kThreads <
       Fp8Config::kProducerRegs * 128 + Fp8Config::kConsumerRegs * 128 * Fp8Config::kNumConsumers) {
-    return not_implemented("sparse_mla fp8: the kernel was built with " + std::to_string(attributes.numRegs) +
+    return not_implemented(std::string(name) + ": built with " + std::to_string(attributes.numRegs) +
                            " registers per thread, too few for its setmaxnreg split (needs " +
                            std::to_string(Fp8Config::kEntryRegs) + ")");
   }
-  kernel<<<blocks, Fp8Config::kThreads, Fp8Config::kSmemAlloc, stream>>>(params);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_fp8_kernel");
+  kernel<<<blocks, Fp8Config::kThreads, smem_bytes, stream>>>(params);
+  FP8DSA_RETURN_IF_LAUNCH_FAILED(name);
   return Status::ok();
+}
+
+// Launches one instantiation (each lives in its own launch_g*.cu).
+template <int kQkGroups>
+Status launch_fp8_kernel(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
+  return launch_warp_specialised(sparse_mla_fp8_kernel<kQkGroups>, Fp8Config::kSmemAlloc, "sparse_mla_fp8_kernel",
+                                 params, blocks, stream);
 }
 
 }  // namespace fp8dsa::sparse_mla

@@ -18,9 +18,20 @@ bool is_instantiated_qk_groups(int qk_groups);
 // True where the FP8 tensor-core kernel exists for these (validated) params: h = 64 or 128.
 bool fp8_kernel_supports(const SparseMlaParams& params);
 
+// How h < 64 runs: the transposed-orientation kernel (keys as the MMA rows, heads as its columns:
+// fp8_small_heads_kernel.cuh; h in {8, 16}), or the h = 64 kernel with its MMA rows past h zero
+// (h = 32, where it measured faster, and the yardstick the other is measured against).
+enum class SmallHeads { kTransposed, kPadded };
+constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || num_heads == 16; }
+
 // Launches it on params.stream. Expects validate(params) to have passed. qk_groups other than the
-// default are for tests and tuning.
-Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups = kDefaultQkGroups);
+// default, and SmallHeads::kPadded, are for tests and tuning (the transposed kernel is built for the
+// default qk_groups only).
+Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups = kDefaultQkGroups,
+                             SmallHeads small_heads = SmallHeads::kTransposed);
+
+// The transposed-orientation kernel for h in {8, 16} (launch_small_heads.cu).
+Status launch_fp8_small_heads(const Fp8KernelParams& params, int num_heads, unsigned blocks, cudaStream_t stream);
 
 // One per instantiation (launch_g<N>.cu).
 template <int kQkGroups>

@@ -18,16 +18,16 @@ constexpr int kGatherChunksPerThread = Fp8Config::kDqk / 16 / kGatherThreadsPerR
 static_assert(Fp8Config::kDqk % (16 * kGatherThreadsPerRow) == 0, "chunks split evenly over a row's threads");
 static_assert(Fp8Config::kKeysPerTile % kGatherRowsPerPass == 0, "passes cover the tile");
 
-// Copies row `src` into row `row` of the 64-row tile at `tile`, or zero-fills it when !valid (src
-// must still be a mapped address). Thread `quarter` (0..3) takes chunks quarter, quarter + 4, ...:
-// a warp's 16-byte writes cover 8 rows x 64 bytes, which SW64 spreads over all banks.
+// Copies row `src` into row `row` of the kRows-row tile at `tile`, or zero-fills it when !valid
+// (src must still be a mapped address). Thread `quarter` (0..3) takes chunks quarter, quarter + 4,
+// ...: a warp's 16-byte writes cover 8 rows x 64 bytes, which SW64 spreads over all banks.
+template <int kRows = Fp8Config::kKeysPerTile>
 __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t* src, bool valid,
                                            int quarter) {
 #pragma unroll
   for (int i = 0; i < kGatherChunksPerThread; ++i) {
     const int chunk = quarter + kGatherThreadsPerRow * i;
-    const uint32_t dst =
-        tile + hopper::kmajor_offset(hopper::Swizzle::k64B, Fp8Config::kKeysPerTile, row, chunk * 16);
+    const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, chunk * 16);
     hopper::cp_async_16_zfill(dst, valid ? src + chunk * 16 : src, valid);
   }
 }

@@ -1,7 +1,7 @@
 // Host side of the native FP8 sparse MLA kernel: resolves strides, folds the scales, launches one
 // CTA per (token, 64-head block); h = 128 gives two CTAs per token that share rows through L2, and
-// h in {8, 16, 32} one CTA whose MMA rows past h are zero (useful work h / 64 of the tensor cores:
-// still ~100x the CUDA-core kernel; the transposed orientation that avoids the padding is not built).
+// h in {8, 16} one CTA of the transposed-orientation kernel, h = 32 one CTA of the h = 64 kernel with
+// its MMA rows past h zero (faster there, see launch_small_heads.cu).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -23,7 +23,7 @@ bool is_instantiated_qk_groups(int qk_groups) {
   return qk_groups == 1 || qk_groups == 3 || qk_groups == 6 || qk_groups == 9 || qk_groups == 2;
 }
 
-Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups) {
+Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups, SmallHeads small_heads) {
   if (!fp8_kernel_supports(params)) {
     return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
                            "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
@@ -63,6 +63,13 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups) {
   }
 
   const unsigned grid = static_cast<unsigned>(blocks);
+  if (has_transposed_kernel(r.num_heads) && small_heads == SmallHeads::kTransposed) {
+    if (qk_groups != kDefaultQkGroups) {
+      return invalid_argument("sparse_mla fp8: the h < 64 kernel is built for qk_groups " +
+                              std::to_string(kDefaultQkGroups) + " only");
+    }
+    return launch_fp8_small_heads(k, r.num_heads, grid, r.stream);
+  }
   switch (qk_groups) {
     case 1: return launch_fp8_instance<1>(k, grid, r.stream);
     case 3: return launch_fp8_instance<3>(k, grid, r.stream);

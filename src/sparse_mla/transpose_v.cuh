@@ -20,6 +20,13 @@ FP8DSA_HOST_DEVICE constexpr int v_key_at(int p) {
   return (p / 16) * 16 + 2 * (q / 4) + (q % 2) + 8 * ((q / 2) % 2);
 }
 
+// The K position (0..63) of key k: the inverse of v_key_at (P^T of the small-head kernel is
+// written by key).
+FP8DSA_HOST_DEVICE constexpr int v_pos_of_key(int k) {
+  const int r = k % 16;
+  return (k / 16) * 16 + 4 * ((r % 8) / 2) + 2 * (r / 8) + r % 2;
+}
+
 #if defined(__CUDACC__)
 
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {

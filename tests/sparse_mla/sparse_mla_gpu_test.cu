@@ -339,7 +339,8 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
 // qk_groups 0 runs the public entry point, otherwise that FP8 instantiation; the check is
 // returned (and asserted when `expect_pass`).
 testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t seed, int qk_groups = 0,
-                                  bool expect_pass = true) {
+                                  bool expect_pass = true,
+                                  sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kTransposed) {
   Fp8Case c{65536, 2048, num_heads, num_tokens, true, true};
   c.invalid_fraction = 0.02;
   SCOPED_TRACE(c.name() + " qk_groups=" + std::to_string(qk_groups));
@@ -351,7 +352,8 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
     run_and_check_coverage(pr, &out, &lse, &max_logits);
     if (::testing::Test::HasFatalFailure()) return {};
   } else {
-    EXPECT_TRUE(sparse_mla::launch_sparse_mla_fp8(pr.device, qk_groups).is_ok());
+    const Status st = sparse_mla::launch_sparse_mla_fp8(pr.device, qk_groups, small_heads);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
     out = pr.d_out.download();
     lse = pr.d_lse.download();
     max_logits = pr.d_max_logits.download();
@@ -383,10 +385,13 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
   const testing::SparseMlaCheck check = testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, p.num_tokens,
                                                                   num_heads, kDv, fp8_tolerance(max_abs_finite(ref_max)));
   if (expect_pass) EXPECT_TRUE(check.passed) << check.description;
-  std::printf("  [%s qk_groups=%d vs GPU reference] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err "
+  const char* path = !sparse_mla::has_transposed_kernel(num_heads)           ? ""
+                     : small_heads == sparse_mla::SmallHeads::kPadded ? " padded"
+                                                                      : " transposed";
+  std::printf("  [%s qk_groups=%d%s vs GPU reference] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err "
               "%.2e%s\n",
-              c.name().c_str(), qk_groups, check.rel_l2, check.cosine, check.max_lse_error, check.max_max_logits_error,
-              check.passed ? "" : " (fails SPEC 6)");
+              c.name().c_str(), qk_groups, path, check.rel_l2, check.cosine, check.max_lse_error,
+              check.max_max_logits_error, check.passed ? "" : " (fails SPEC 6)");
   return check;
 }
 
@@ -400,11 +405,20 @@ TEST(SparseMlaFp8, LargeH64AgainstGpuReference) {
   run_large(64, 4096, 170010);
 }
 
-// h < 64: one 64-row MMA block whose rows past h are zero; the rows that exist must be exact and
-// nothing past them may be written (run_and_check_coverage poisons the outputs).
+// h < 64 runs the transposed-orientation kernel (keys as the MMA rows).
 TEST(SparseMlaFp8, LargeH16AgainstGpuReference) {
   FP8DSA_SKIP_WITHOUT_GPU();
   run_large(16, 4096, 170020);
+}
+
+// Both h < 64 paths on one problem each: the transposed kernel and the h = 64 kernel with its MMA
+// rows past h zero (kept as the yardstick the transposed kernel is measured against).
+TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int h : {8, 16}) {
+    run_large(h, 512, 170030 + h, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kTransposed);
+    run_large(h, 512, 170030 + h, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kPadded);
+  }
 }
 
 // The e4m3 wgmma accumulator keeps ~13 mantissa bits, so QK^T runs as kDefaultQkGroups chains

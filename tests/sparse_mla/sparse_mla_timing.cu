@@ -28,10 +28,12 @@ namespace {
   } while (0)
 
 // qk_groups 0: the public entry point; otherwise the FP8 kernel instantiation with that many QK^T
-// chains.
-double median_ms(const fp8dsa::SparseMlaParams& p, int reps, int qk_groups = 0) {
+// chains (and, for h < 64, the given path).
+double median_ms(const fp8dsa::SparseMlaParams& p, int reps, int qk_groups = 0,
+                 fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kTransposed) {
   const auto launch = [&] {
-    return qk_groups == 0 ? fp8dsa::sparse_mla_prefill(p) : fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, qk_groups);
+    return qk_groups == 0 ? fp8dsa::sparse_mla_prefill(p)
+                          : fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, qk_groups, small);
   };
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
@@ -131,10 +133,24 @@ int main(int argc, char** argv) {
   if (!reference && !profile) {
     const std::vector<int32_t> idx = fp8dsa::testing::random_indices(T, topk, 32768, 7, 0.0, true);
     CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-    std::printf("QK^T chains (default %d) at N=32768:\n%-10s %4s %7s %9s %8s %7s\n",
+    std::printf("QK^T chains (default %d) at N=32768 (h < 64: the transposed kernel, then the padded one):\n"
+                "%-10s %4s %7s %9s %8s %7s\n",
                 fp8dsa::sparse_mla::kDefaultQkGroups, "qk_groups", "h", "N", "ms", "TFLOPS", "xGEMM");
-    for (int groups : {1, 2, 3, 6, 9}) {
-      for (int h : {128, 64}) {
+    using fp8dsa::sparse_mla::SmallHeads;
+    struct Run {
+      int groups, h;
+      SmallHeads small;
+    };
+    std::vector<Run> runs;
+    for (int groups : {1, 2, 3, 6, 9})
+      for (int h : {128, 64}) runs.push_back({groups, h, SmallHeads::kTransposed});
+    for (int h : {16, 8}) {
+      runs.push_back({fp8dsa::sparse_mla::kDefaultQkGroups, h, SmallHeads::kTransposed});
+      runs.push_back({fp8dsa::sparse_mla::kDefaultQkGroups, h, SmallHeads::kPadded});
+    }
+    for (const Run& run : runs) {
+      {
+        const int groups = run.groups, h = run.h;
         fp8dsa::SparseMlaParams p;
         p.num_tokens = T;
         p.num_kv = 32768;
@@ -147,10 +163,13 @@ int main(int argc, char** argv) {
         p.out = d_out;
         p.lse = d_lse;
         p.max_logits = d_max;
-        const double ms = median_ms(p, reps, groups);
+        const double ms = median_ms(p, reps, groups, run.small);
         const double tflops = 2.0 * h * (d_qk + d_v) * double(T) * topk / (ms * 1e-3) / 1e12;
-        std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f\n", groups, h, 32768, ms, tflops,
-                    gemm.tflops > 0 ? tflops / gemm.tflops : 0.0);
+        std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f%s\n", groups, h, 32768, ms, tflops,
+                    gemm.tflops > 0 ? tflops / gemm.tflops : 0.0,
+                    !fp8dsa::sparse_mla::has_transposed_kernel(h) ? ""
+                    : run.small == SmallHeads::kPadded            ? " padded"
+                                                                  : " transposed");
       }
     }
   }

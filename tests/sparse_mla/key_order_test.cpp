@@ -1,0 +1,37 @@
+// The key order of V^T and P rows in the FP8 kernels (transpose_v.cuh): v_key_at is a permutation
+// of each 16-key group, v_pos_of_key its inverse, and it matches the accumulator-to-A-fragment
+// mapping it was derived from (a thread's accumulator keys {2t, 2t+1, 2t+8, 2t+9} land on K
+// positions 4t..4t+3).
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "sparse_mla/transpose_v.cuh"
+
+namespace fp8dsa::sparse_mla {
+namespace {
+
+TEST(SparseMlaKeyOrder, PermutesEachGroupOf16AndInvertsExactly) {
+  std::array<int, 64> seen{};
+  for (int p = 0; p < 64; ++p) {
+    const int k = v_key_at(p);
+    ASSERT_GE(k, 0);
+    ASSERT_LT(k, 64);
+    EXPECT_EQ(k / 16, p / 16) << "p=" << p;
+    ++seen[k];
+    EXPECT_EQ(v_pos_of_key(k), p) << "p=" << p;
+  }
+  for (int k = 0; k < 64; ++k) EXPECT_EQ(seen[k], 1) << "k=" << k;
+}
+
+TEST(SparseMlaKeyOrder, MatchesTheAccumulatorFragment) {
+  for (int group = 0; group < 4; ++group) {
+    for (int t = 0; t < 4; ++t) {
+      const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(v_key_at(16 * group + 4 * t + i), 16 * group + keys[i]) << t << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fp8dsa::sparse_mla

@@ -37,7 +37,10 @@ struct SmallHeadsConfig {
   static constexpr uint32_t kPtOffset = kVtOffset + 2 * Fp8Config::kVtTileBytes;  // one P^T per consumer
   static constexpr uint32_t kColMaxOffset = kPtOffset + 2 * kPtBytes;               // [consumer][warp][h] f32
   static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;          // [consumer][warp][h] x 4 f32
-  static constexpr uint32_t kBarrierOffset = kMergeOffset + 2 * 4 * kH * 16;
+  // Running maxima (true, reference) per head: [consumer][2 buffers][h] float2, so that they need
+  // no registers (h = 32 spilled 252 bytes with them in registers).
+  static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 16;
+  static constexpr uint32_t kBarrierOffset = kStateOffset + 2 * 2 * kH * 8;
   static constexpr uint32_t kSmemBytes = kBarrierOffset + (2 * Fp8Config::kNumKStages + 1) * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
   // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
@@ -104,14 +107,18 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   for (int b = 0; b < SC::kDvBlocks; ++b)
 #pragma unroll
     for (int r = 0; r < kR; ++r) o[b][r] = 0.0f;
-  float m_true[kCols], m_ref[kCols], sum_f32[kCols], sum_e4m3[kCols];
+  float sum_f32[kCols], sum_e4m3[kCols];
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
-    m_true[j] = -INFINITY;
-    m_ref[j] = -INFINITY;
     sum_f32[j] = 0.0f;
     sum_e4m3[j] = 0.0f;
   }
+  // The running maxima of the heads (log2 units): iteration i reads buffer i % 2 and one warp
+  // writes the next values to the other (all threads compute the same ones); the barriers of the
+  // iteration order the accesses. Buffer 0 starts at -inf.
+  float2* max_state = reinterpret_cast<float2*>(smem_ptr + SC::kStateOffset) + c * 2 * kH;
+  if (thread < kH) max_state[thread] = make_float2(-INFINITY, -INFINITY);
+  hopper::named_barrier_sync(kBarrierColumnMax + c, 128);  // (a consumer without tiles reads it at once)
 
   // The key indices of the thread's two rows, loaded one tile ahead.
   int32_t next_lo = -1, next_hi = -1;
@@ -176,6 +183,7 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
       if (lane < 4) col_max_buf[warp * kH + 8 * (j / 2) + 2 * lane + j % 2] = tile_max[j];
     }
     hopper::named_barrier_sync(kBarrierColumnMax + c, 128);
+    const int parity = (tile / 2) % 2;  // this consumer's iteration number, mod 2
     float alpha[kCols], bias[kCols];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
@@ -183,13 +191,16 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
       float mx = col_max_buf[col];
 #pragma unroll
       for (int wp = 1; wp < 4; ++wp) mx = fmaxf(mx, col_max_buf[wp * kH + col]);
-      m_true[j] = fmaxf(m_true[j], mx * scale_log2);
+      const float2 state = max_state[parity * kH + col];
+      const float m_true = fmaxf(state.x, mx * scale_log2);
+      float m_ref = state.y;
       alpha[j] = 1.0f;
-      if (m_true[j] > m_ref[j] + C::kLazyRescaleLog2) {  // false while every key so far is invalid
-        alpha[j] = fast_exp2(m_ref[j] - m_true[j]);       // 0 the first time (m_ref = -inf)
-        m_ref[j] = m_true[j];
+      if (m_true > m_ref + C::kLazyRescaleLog2) {  // false while every key so far is invalid
+        alpha[j] = fast_exp2(m_ref - m_true);       // 0 the first time (m_ref = -inf)
+        m_ref = m_true;
       }
-      bias[j] = m_ref[j] == -INFINITY ? 0.0f : C::kPBiasLog2 - m_ref[j];
+      bias[j] = m_ref == -INFINITY ? 0.0f : C::kPBiasLog2 - m_ref;
+      if (warp == 0 && lane < 4) max_state[(1 - parity) * kH + col] = make_float2(m_true, m_ref);
     }
     // P = 2^kPBiasLog2 * exp2(s - m_ref), quantised to e4m3 into P^T [head][key position].
     float part_f32[kCols], part_e4m3[kCols];
@@ -268,12 +279,15 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   }
 
   // Merge. Per column: this consumer's sums over its rows, then over the warp, then its 4 warps.
+  // The last maxima are in buffer my_tiles % 2 (written before the last P^T barrier).
   float4* merge = reinterpret_cast<float4*>(smem_ptr + SC::kMergeOffset);  // [consumer][warp][h]
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
     const float f = column_sum8(sum_f32[j]), q = column_sum8(sum_e4m3[j]);
     if (lane < 4) {
-      merge[(c * 4 + warp) * kH + 8 * (j / 2) + 2 * lane + j % 2] = make_float4(m_ref[j], m_true[j], f, q);
+      const int col = 8 * (j / 2) + 2 * lane + j % 2;
+      const float2 state = max_state[(my_tiles % 2) * kH + col];
+      merge[(c * 4 + warp) * kH + col] = make_float4(state.y, state.x, f, q);
     }
   }
   hopper::named_barrier_sync(kBarrierMerge, 256);

@@ -8,11 +8,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FP8DSA_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define FP8DSA_HOST_DEVICE inline
-#endif
+#include "core/host_device.h"
 
 namespace fp8dsa::hopper {
 

@@ -6,8 +6,8 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
-#include "hopper/tma_map.h"
 #include "indexer/k_resident_scorer.cuh"
+#include "indexer/scorer_launch.h"
 
 namespace fp8dsa::indexer_detail {
 namespace {
@@ -15,26 +15,8 @@ namespace {
 template <class Cfg>
 Status launch_k_resident(const IndexerParams& p) {
   CUtensorMap k_map{}, q_map{};
-  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_2d_u8(
-      &k_map, p.k, static_cast<uint64_t>(p.num_keys), Cfg::kDim, static_cast<uint64_t>(p.k_row_stride),
-      Cfg::kKeyTile, Cfg::kDim, Cfg::kSwizzle));
-  const uint64_t q_dims[3] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(Cfg::kHeads),
-                              static_cast<uint64_t>(p.num_tokens)};
-  const uint64_t q_strides[2] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(p.q_token_stride)};
-  const uint32_t q_box[3] = {static_cast<uint32_t>(Cfg::kDim), static_cast<uint32_t>(Cfg::kHeads),
-                             static_cast<uint32_t>(Cfg::kTokens)};
-  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_3d_u8(&q_map, p.q, q_dims, q_strides, q_box, Cfg::kSwizzle));
-
-  ScorerArgs args;
-  args.num_tokens = p.num_tokens;
-  args.num_keys = p.num_keys;
-  args.w = p.w;
-  args.w_stride = p.w_token_stride;
-  args.k_scale = p.k_scale;
-  args.ks = p.ks;
-  args.ke = p.ke;
-  args.logits = p.logits;
-  args.ldl = p.ldl;
+  FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));
+  ScorerArgs args = scorer_args(p);
   const int64_t token_blocks = (p.num_tokens + Cfg::kTokens - 1) / Cfg::kTokens;
   const int64_t key_tiles = (p.num_keys + Cfg::kKeyTile - 1) / Cfg::kKeyTile;
   if (token_blocks > INT32_MAX || key_tiles > INT32_MAX) {

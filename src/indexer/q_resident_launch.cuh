@@ -9,8 +9,8 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
-#include "hopper/tma_map.h"
 #include "indexer/q_resident_scorer.cuh"
+#include "indexer/scorer_launch.h"
 
 namespace fp8dsa::indexer_detail {
 
@@ -27,26 +27,8 @@ template <class Cfg>
 Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning) {
   int key_splits = tuning.key_splits;
   CUtensorMap k_map{}, q_map{};
-  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_2d_u8(
-      &k_map, p.k, static_cast<uint64_t>(p.num_keys), Cfg::kDim, static_cast<uint64_t>(p.k_row_stride),
-      Cfg::kKeyTile, Cfg::kDim, Cfg::kSwizzle));
-  const uint64_t q_dims[3] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(Cfg::kHeads),
-                              static_cast<uint64_t>(p.num_tokens)};
-  const uint64_t q_strides[2] = {static_cast<uint64_t>(Cfg::kDim), static_cast<uint64_t>(p.q_token_stride)};
-  const uint32_t q_box[3] = {static_cast<uint32_t>(Cfg::kDim), static_cast<uint32_t>(Cfg::kHeads),
-                             static_cast<uint32_t>(Cfg::kTokens)};
-  FP8DSA_RETURN_IF_ERROR(hopper::make_tensor_map_3d_u8(&q_map, p.q, q_dims, q_strides, q_box, Cfg::kSwizzle));
-
-  ScorerArgs args;
-  args.num_tokens = p.num_tokens;
-  args.num_keys = p.num_keys;
-  args.w = p.w;
-  args.w_stride = p.w_token_stride;
-  args.k_scale = p.k_scale;
-  args.ks = p.ks;
-  args.ke = p.ke;
-  args.logits = p.logits;
-  args.ldl = p.ldl;
+  FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));
+  ScorerArgs args = scorer_args(p);
   const int64_t token_blocks = (p.num_tokens + Cfg::kTokens - 1) / Cfg::kTokens;
   if (key_splits <= 0) key_splits = choose_key_splits(token_blocks, p.num_keys);
   const int64_t grid = token_blocks * key_splits;

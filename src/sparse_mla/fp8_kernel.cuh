@@ -492,32 +492,50 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
   }
 }
 
+// The shared memory of a CTA of either kernel: the dynamic base aligned to 1024 bytes (wgmma
+// descriptors assume every tile starts on a swizzle-pattern boundary) and the pipeline's mbarriers
+// at barrier_offset, initialised (all threads call this; it ends with __syncthreads).
+struct CtaPipeline {
+  uint32_t smem;      // shared address of the aligned base
+  uint8_t* smem_ptr;  // the same, generic
+  uint64_t* full;     // [kNumKStages] K tile gathered (one cp.async arrival per producer thread)
+  uint64_t* empty;    // [kNumKStages] the consumer that owns the tile is done with it
+  uint64_t* q_full;   // Q gathered
+};
+
+__device__ __forceinline__ CtaPipeline setup_cta_pipeline(uint8_t* smem_raw, uint32_t barrier_offset) {
+  CtaPipeline c;
+  const uint32_t raw = hopper::smem_address(smem_raw);
+  c.smem = (raw + 1023u) & ~1023u;
+  c.smem_ptr = smem_raw + (c.smem - raw);
+  c.full = reinterpret_cast<uint64_t*>(c.smem_ptr + barrier_offset);
+  c.empty = c.full + C::kNumKStages;
+  c.q_full = c.empty + C::kNumKStages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kNumKStages; ++s) {
+      hopper::mbarrier_init(&c.full[s], 128);
+      hopper::mbarrier_init(&c.empty[s], 128);
+    }
+    hopper::mbarrier_init(c.q_full, 128);
+    hopper::mbarrier_init_fence();
+  }
+  __syncthreads();
+  return c;
+}
+
 }  // namespace detail
 
 template <int kQkGroups>
 __global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(const Fp8KernelParams p) {
   using C = Fp8Config;
   extern __shared__ uint8_t smem_raw[];
-  // wgmma descriptors assume every tile starts on a 1024-byte swizzle-pattern boundary.
-  const uint32_t raw = hopper::smem_address(smem_raw);
-  const uint32_t smem = (raw + 1023u) & ~1023u;
-  uint8_t* smem_ptr = smem_raw + (smem - raw);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_ptr + C::kBarrierOffset);
-  uint64_t* empty = full + C::kNumKStages;
-  uint64_t* q_full = empty + C::kNumKStages;
+  const detail::CtaPipeline cta = detail::setup_cta_pipeline(smem_raw, C::kBarrierOffset);
+  const uint32_t smem = cta.smem;
+  uint8_t* smem_ptr = cta.smem_ptr;
+  uint64_t *full = cta.full, *empty = cta.empty, *q_full = cta.q_full;
 
   const int64_t token = blockIdx.x / p.head_blocks;
   const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < C::kNumKStages; ++s) {
-      hopper::mbarrier_init(&full[s], 128);   // one cp.async arrival per producer thread
-      hopper::mbarrier_init(&empty[s], 128);  // every thread of the consumer that owns the tile
-    }
-    hopper::mbarrier_init(q_full, 128);
-    hopper::mbarrier_init_fence();
-  }
-  __syncthreads();
 
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;

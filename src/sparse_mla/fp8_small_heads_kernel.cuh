@@ -375,22 +375,11 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1)
   using SC = SmallHeadsConfig<kH>;
   using C = Fp8Config;
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = hopper::smem_address(smem_raw);
-  const uint32_t smem = (raw + 1023u) & ~1023u;
-  uint8_t* smem_ptr = smem_raw + (smem - raw);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_ptr + SC::kBarrierOffset);
-  uint64_t* empty = full + C::kNumKStages;
-  uint64_t* q_full = empty + C::kNumKStages;
+  const detail::CtaPipeline cta = detail::setup_cta_pipeline(smem_raw, SC::kBarrierOffset);
+  const uint32_t smem = cta.smem;
+  uint8_t* smem_ptr = cta.smem_ptr;
+  uint64_t *full = cta.full, *empty = cta.empty, *q_full = cta.q_full;
   const int64_t token = blockIdx.x;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < C::kNumKStages; ++s) {
-      hopper::mbarrier_init(&full[s], 128);   // one cp.async arrival per producer thread
-      hopper::mbarrier_init(&empty[s], 128);  // every thread of the consumer that owns the tile
-    }
-    hopper::mbarrier_init(q_full, 128);
-    hopper::mbarrier_init_fence();
-  }
-  __syncthreads();
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
   if (wg == 0) {

@@ -11,6 +11,7 @@
 
 #include "fp8dsa/topk.h"
 #include "topk/config.h"
+#include "topk/page_table.h"
 
 namespace fp8dsa::topk_impl {
 
@@ -238,20 +239,9 @@ __device__ __forceinline__ void ordered_pass(
   }
 }
 
-// The page-table transform of topk.h (mirrors reference::topk_page_transform, -1 cases included).
+// The page-table transform of topk.h (page_table.h).
 __device__ __forceinline__ int32_t page_transform(const TopkParams& p, int64_t row, int32_t index) {
-  if (index < 0) return -1;
-  if (p.page_table == nullptr) return index;
-  const int64_t seq = p.row_seq ? p.row_seq[row] : row;
-  const int64_t base = p.row_pos_base ? p.row_pos_base[row] : p.ks[row];
-  const int64_t pos = static_cast<int64_t>(index) - base;
-  if (seq < 0 || pos < 0) return -1;
-  const int64_t page = pos / p.page_size;
-  if (page >= p.pages_per_seq) return -1;
-  const int64_t entry = p.page_table[seq * p.page_table_stride + page];
-  if (entry < 0) return -1;
-  const int64_t physical = entry * p.page_size + pos % p.page_size;
-  return physical > INT32_MAX ? -1 : static_cast<int32_t>(physical);
+  return page_table_transform(p, row, index);
 }
 
 }  // namespace fp8dsa::topk_impl

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/parallel_for.h"
+#include "topk/page_table.h"
 
 namespace fp8dsa::reference {
 namespace {
@@ -29,18 +30,7 @@ bool ranks_above(const Candidate& a, const Candidate& b) {
 }  // namespace
 
 int32_t topk_page_transform(const TopkParams& p, int64_t row, int32_t index) {
-  if (index < 0) return -1;
-  const int64_t seq = p.row_seq != nullptr ? p.row_seq[row] : row;
-  const int64_t base = p.row_pos_base != nullptr ? p.row_pos_base[row] : p.ks[row];
-  const int64_t pos = int64_t{index} - base;
-  if (seq < 0 || pos < 0) return -1;
-  const int64_t page = pos / p.page_size;
-  if (page >= p.pages_per_seq) return -1;
-  const int64_t entry = p.page_table[seq * p.page_table_stride + page];
-  if (entry < 0) return -1;
-  const int64_t physical = entry * p.page_size + pos % p.page_size;
-  if (physical > std::numeric_limits<int32_t>::max()) return -1;
-  return static_cast<int32_t>(physical);
+  return topk_impl::page_table_transform(p, row, index);
 }
 
 // Always returns the selection in descending score order (ties by ascending key), which satisfies

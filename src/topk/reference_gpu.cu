@@ -13,6 +13,7 @@
 
 #include "core/cuda_check.h"
 #include "fp8dsa/topk.h"
+#include "topk/page_table.h"
 
 namespace fp8dsa::reference {
 namespace {
@@ -47,19 +48,6 @@ __device__ __forceinline__ int64_t clamp_bound(int32_t bound, int64_t num_keys) 
   return bound < 0 ? 0 : (bound > num_keys ? num_keys : static_cast<int64_t>(bound));
 }
 
-// Mirrors reference::topk_page_transform (topk/reference_cpu.h), including its -1 cases.
-__device__ int32_t page_transform(const TopkParams& p, int64_t row, int32_t index) {
-  const int64_t seq = p.row_seq ? p.row_seq[row] : row;
-  const int64_t base = p.row_pos_base ? p.row_pos_base[row] : p.ks[row];
-  const int64_t pos = static_cast<int64_t>(index) - base;
-  if (seq < 0 || pos < 0) return -1;
-  const int64_t page = pos / p.page_size;
-  if (page >= p.pages_per_seq) return -1;
-  const int64_t entry = p.page_table[seq * p.page_table_stride + page];
-  if (entry < 0) return -1;
-  const int64_t physical = entry * p.page_size + pos % p.page_size;
-  return physical > INT32_MAX ? -1 : static_cast<int32_t>(physical);
-}
 
 __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) {
   using BlockScan = cub::BlockScan<int, kThreads>;
@@ -160,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) 
       int32_t index = -1;
       if (slot < take) {
         index = entry_index(selected[slot]);
-        if (p.page_table) index = page_transform(p, row, index);
+        if (p.page_table) index = topk_impl::page_table_transform(p, row, index);
       }
       out[slot] = index;
     }

@@ -20,148 +20,31 @@
 #include "common/rerun.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
+#include "mla_problem.h"
 #include "sparse_mla/reference_cpu.h"
 
 namespace fp8dsa {
 namespace {
 
+using mla_test::kDqk;
+using mla_test::kDv;
+using mla_test::MlaCase;
+using mla_test::MlaProblem;
+using mla_test::out_cells;
+using mla_test::rerun_outputs;
 using testing::DeviceBuffer;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr int kDqk = 576, kDv = 512;
 
-struct MlaCase {
-  int64_t num_kv;
-  int topk;
-  int num_heads;
-  int64_t num_tokens;
-  bool topk_length = false;
-  bool sink = false;
-  bool padded_strides = false;
-  bool max_logits = true;
-  float q_scale = 1.0f, kv_scale = 1.0f;
-
-  std::string name() const {
-    return "N=" + std::to_string(num_kv) + " topk=" + std::to_string(topk) + " h=" +
-           std::to_string(num_heads) + " T=" + std::to_string(num_tokens) +
-           (topk_length ? " +topk_length" : "") + (sink ? " +sink" : "") +
-           (padded_strides ? " +strides" : "");
-  }
-};
-
-// Host inputs and their device copies for one case; `host` and `device` describe the same problem.
-struct MlaProblem {
-  std::vector<uint8_t> q, kv;
-  std::vector<int32_t> indices, topk_length;
-  std::vector<float> sink;
-  SparseMlaParams host;
-  SparseMlaParams device;
-  DeviceBuffer<uint8_t> d_q, d_kv;
-  DeviceBuffer<int32_t> d_indices, d_topk_length;
-  DeviceBuffer<float> d_sink, d_lse, d_max_logits;
-  DeviceBuffer<uint16_t> d_out;
-};
-
-void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
-  const int64_t T = c.num_tokens, N = c.num_kv;
-  const int h = c.num_heads;
-  SparseMlaParams& p = pr->host;
-  p.num_tokens = T;
-  p.num_kv = N;
-  p.num_heads = h;
-  p.topk = c.topk;
-  p.q_head_stride = kDqk + (c.padded_strides ? 16 : 0);
-  p.q_token_stride = h * p.q_head_stride + (c.padded_strides ? 32 : 0);
-  p.kv_row_stride = c.padded_strides ? 656 : kDqk;
-  p.indices_stride = c.topk + (c.padded_strides ? 5 : 0);
-  p.out_head_stride = kDv + (c.padded_strides ? 8 : 0);
-  p.out_token_stride = h * p.out_head_stride + (c.padded_strides ? 16 : 0);
-  p.sm_scale = 1.0f / std::sqrt(192.0f);
-  p.q_scale = c.q_scale;
-  p.kv_scale = c.kv_scale;
-  p.kernel = SparseMlaKernel::kReference;
-
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -3.0f, 3.0f);
-  pr->kv = testing::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
-
-  // Random rows (10% of the SPEC's invalid values mixed in), laid out with the row stride.
-  const std::vector<int32_t> packed = testing::random_indices(T, c.topk, N, seed + 2, 0.1, true);
-  pr->indices.assign(static_cast<size_t>(T * p.indices_stride), INT_MIN);
-  for (int64_t t = 0; t < T; ++t)
-    std::copy_n(packed.begin() + t * c.topk, c.topk, pr->indices.begin() + t * p.indices_stride);
-  if (T > 1) {  // one token with no valid key at all
-    const std::vector<int32_t> invalid = testing::invalid_index_values(N);
-    for (int j = 0; j < c.topk; ++j) pr->indices[(T / 2) * p.indices_stride + j] = invalid[j % invalid.size()];
-  }
-
-  testing::Random rng(seed + 3);
-  if (c.topk_length) {
-    pr->topk_length.resize(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      switch (t % 5) {
-        case 0: pr->topk_length[t] = c.topk; break;                                  // full
-        case 1: pr->topk_length[t] = 0; break;                                       // none
-        case 2: pr->topk_length[t] = static_cast<int32_t>(rng.uniform_int(1, c.topk - 1)); break;
-        case 3: pr->topk_length[t] = -3; break;                                      // clamps to 0
-        default: pr->topk_length[t] = c.topk + 100; break;                           // clamps to topk
-      }
-    }
-  }
-  if (c.sink) {
-    pr->sink = testing::random_f32(static_cast<size_t>(h), seed + 4, -2.0f, 4.0f);
-    pr->sink[0] = kInf;                  // the whole head's output vanishes
-    if (h > 2) pr->sink[1] = -kInf;      // no effect
-  }
-
-  pr->d_q = DeviceBuffer<uint8_t>(pr->q);
-  pr->d_kv = DeviceBuffer<uint8_t>(pr->kv);
-  pr->d_indices = DeviceBuffer<int32_t>(pr->indices);
-  pr->d_out = DeviceBuffer<uint16_t>(static_cast<size_t>(T * p.out_token_stride));
-  pr->d_lse = DeviceBuffer<float>(static_cast<size_t>(T * h));
-  pr->d_max_logits = DeviceBuffer<float>(static_cast<size_t>(T * h));
-  p.q = pr->q.data();
-  p.kv = N > 0 ? pr->kv.data() : nullptr;
-  p.indices = pr->indices.data();
-  SparseMlaParams& d = pr->device;
-  d = p;
-  d.q = pr->d_q.get();
-  d.kv = N > 0 ? pr->d_kv.get() : nullptr;
-  d.indices = pr->d_indices.get();
-  d.out = pr->d_out.get();
-  d.lse = pr->d_lse.get();
-  d.max_logits = c.max_logits ? pr->d_max_logits.get() : nullptr;
-  if (c.topk_length) {
-    pr->d_topk_length = DeviceBuffer<int32_t>(pr->topk_length);
-    p.topk_length = pr->topk_length.data();
-    d.topk_length = pr->d_topk_length.get();
-  }
-  if (c.sink) {
-    pr->d_sink = DeviceBuffer<float>(pr->sink);
-    p.attn_sink = pr->sink.data();
-    d.attn_sink = pr->d_sink.get();
-  }
-}
-
-// The out elements a kernel owns: d_v columns of each (token, head) row.
-std::function<bool(size_t)> out_cells(const SparseMlaParams& p) {
-  return [p](size_t i) {
-    const int64_t t = static_cast<int64_t>(i) / p.out_token_stride;
-    const int64_t rest = static_cast<int64_t>(i) % p.out_token_stride;
-    return t < p.num_tokens && rest / p.out_head_stride < p.num_heads && rest % p.out_head_stride < p.d_v;
-  };
-}
-
-std::vector<testing::RerunOutput> rerun_outputs(MlaProblem& pr) {
-  std::vector<testing::RerunOutput> outputs = {testing::rerun_output(pr.d_out, "out"),
-                                               testing::rerun_output(pr.d_lse, "lse")};
-  if (pr.device.max_logits) outputs.push_back(testing::rerun_output(pr.d_max_logits, "max_logits"));
-  return outputs;
+// The reference kernel's cases: mla_test::MlaCase with the kernel set to kReference.
+void make_reference_problem(MlaCase c, uint64_t seed, MlaProblem* pr) {
+  c.kernel = SparseMlaKernel::kReference;
+  mla_test::make_problem(c, seed, pr);
 }
 
 void run_case(const MlaCase& c, uint64_t seed) {
   SCOPED_TRACE(c.name());
   MlaProblem pr;
-  make_problem(c, seed, &pr);
+  make_reference_problem(c, seed, &pr);
   std::vector<double> ref_out, ref_lse, ref_max;
   FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_cpu_f64(pr.host, &ref_out, &ref_lse, &ref_max));
 
@@ -200,11 +83,11 @@ TEST(SparseMlaReferenceGpu, SpecShapesAgainstCpuReference) {
       {128, 128, 8, 213},
       {256, 256, 16, 62, true, false, true},
       {592, 128, 32, 213, false, true},
-      {1840, 256, 64, 62, true, true, false, false},
+      {1840, 256, 64, 62, true, true, false, 1.0f, 1.0f, false},
       {1521, 512, 128, 62, false, false, true},
       {95, 128, 8, 1, true, true},
       {153, 256, 16, 213, true, true, true},
-      {32, 2048, 32, 62, false, true, false, true, 0.5f, 2.0f},
+      {32, 2048, 32, 62, false, true, false, 0.5f, 2.0f},
       {64, 8192, 128, 1},
       {64, 8192, 8, 62, true, true, true},
   };
@@ -230,7 +113,7 @@ TEST(SparseMlaReferenceGpu, SingleAndDuplicateKeyHandComputed) {
   MlaCase c{16, 64, 8, 2};
   c.kv_scale = 1.5f;
   MlaProblem pr;
-  make_problem(c, 30000, &pr);
+  make_reference_problem(c, 30000, &pr);
   std::fill(pr.indices.begin(), pr.indices.end(), -1);
   pr.indices[5] = 7;                        // token 0: key 7 once
   pr.indices[pr.host.indices_stride + 0] = 7;  // token 1: key 7 twice
@@ -266,7 +149,7 @@ TEST(SparseMlaReferenceGpu, EmptyCacheAndZeroTokens) {
   FP8DSA_SKIP_WITHOUT_GPU();
   run_case(MlaCase{0, 64, 16, 5, true, true}, 40000);  // N = 0: every index is invalid
   MlaProblem pr;
-  make_problem(MlaCase{64, 64, 8, 1}, 40010, &pr);
+  make_reference_problem(MlaCase{64, 64, 8, 1}, 40010, &pr);
   SparseMlaParams none = pr.device;
   none.num_tokens = 0;
   FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_gpu(none));
@@ -277,7 +160,7 @@ TEST(SparseMlaReferenceGpu, EmptyCacheAndZeroTokens) {
 TEST(SparseMlaReferenceGpu, DispatcherRunsReferenceAndRejectsBadArguments) {
   FP8DSA_SKIP_WITHOUT_GPU();
   MlaProblem pr;
-  make_problem(MlaCase{300, 128, 16, 20, true, true, true}, 50000, &pr);
+  make_reference_problem(MlaCase{300, 128, 16, 20, true, true, true}, 50000, &pr);
   ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return reference::sparse_mla_gpu(pr.device); },
                                             rerun_outputs(pr)));
   const std::vector<uint16_t> expected_out = pr.d_out.download();

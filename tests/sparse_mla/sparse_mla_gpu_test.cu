@@ -20,161 +20,28 @@
 #include "common/rerun.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
+#include "mla_problem.h"
 #include "sparse_mla/fp8_launch.h"
 #include "sparse_mla/reference_cpu.h"
 
 namespace fp8dsa {
 namespace {
 
+using mla_test::kDqk;
+using mla_test::kDv;
+using mla_test::MlaCase;
+using mla_test::MlaProblem;
 using testing::DeviceBuffer;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr int kDqk = 576, kDv = 512;
-
-struct Fp8Case {
-  int64_t num_kv;
-  int topk;
-  int num_heads;
-  int64_t num_tokens;
-  bool topk_length = false;
-  bool sink = false;
-  bool padded_strides = false;
-  float q_scale = 1.0f, kv_scale = 1.0f;
-  float sm_scale = 0.0f;     // 0 = 1/sqrt(192)
-  float q_range = 2.0f;      // q uniform in [-q_range, q_range): larger = peakier softmax
-  bool distinct = true;      // false: keys may repeat within a token's list
-  double invalid_fraction = 0.1;
-  SparseMlaKernel kernel = SparseMlaKernel::kFp8;
-
-  std::string name() const {
-    return "N=" + std::to_string(num_kv) + " topk=" + std::to_string(topk) + " h=" +
-           std::to_string(num_heads) + " T=" + std::to_string(num_tokens) +
-           (topk_length ? " +topk_length" : "") + (sink ? " +sink" : "") +
-           (padded_strides ? " +strides" : "") + (distinct ? "" : " +duplicates") + " kernel=" +
-           sparse_mla_kernel_name(kernel);
-  }
-};
-
-struct Problem {
-  std::vector<uint8_t> q, kv;
-  std::vector<int32_t> indices, topk_length;
-  std::vector<float> sink;
-  SparseMlaParams host, device;
-  DeviceBuffer<uint8_t> d_q, d_kv;
-  DeviceBuffer<int32_t> d_indices, d_topk_length;
-  DeviceBuffer<float> d_sink, d_lse, d_max_logits;
-  DeviceBuffer<uint16_t> d_out;
-};
-
-void make_problem(const Fp8Case& c, uint64_t seed, Problem* pr) {
-  const int64_t T = c.num_tokens, N = c.num_kv;
-  const int h = c.num_heads;
-  SparseMlaParams& p = pr->host;
-  p.num_tokens = T;
-  p.num_kv = N;
-  p.num_heads = h;
-  p.topk = c.topk;
-  p.q_head_stride = kDqk + (c.padded_strides ? 64 : 0);
-  p.q_token_stride = h * p.q_head_stride + (c.padded_strides ? 48 : 0);
-  p.kv_row_stride = c.padded_strides ? 656 : kDqk;  // the V3.2 FP8 cache row size
-  p.indices_stride = c.topk + (c.padded_strides ? 3 : 0);
-  p.out_head_stride = kDv + (c.padded_strides ? 24 : 0);
-  p.out_token_stride = h * p.out_head_stride + (c.padded_strides ? 16 : 0);
-  p.sm_scale = c.sm_scale > 0.0f ? c.sm_scale : 1.0f / std::sqrt(192.0f);
-  p.q_scale = c.q_scale;
-  p.kv_scale = c.kv_scale;
-  p.kernel = c.kernel;
-
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
-  pr->kv = testing::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
-  if (c.padded_strides) {
-    // Padding bytes are e4m3 NaN: a kernel that reads them poisons its output.
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < p.q_token_stride; ++i)
-        if (i >= h * p.q_head_stride || i % p.q_head_stride >= kDqk) pr->q[t * p.q_token_stride + i] = 0x7F;
-    for (int64_t r = 0; r < N; ++r)
-      for (int64_t i = kDqk; i < p.kv_row_stride; ++i) pr->kv[r * p.kv_row_stride + i] = 0x7F;
-  }
-
-  const std::vector<int32_t> packed =
-      testing::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
-  pr->indices.assign(static_cast<size_t>(T * p.indices_stride), INT_MIN);
-  for (int64_t t = 0; t < T; ++t)
-    std::copy_n(packed.begin() + t * c.topk, c.topk, pr->indices.begin() + t * p.indices_stride);
-  if (T > 1) {  // one token with no valid key at all
-    const std::vector<int32_t> invalid = testing::invalid_index_values(N);
-    for (int j = 0; j < c.topk; ++j) pr->indices[(T / 2) * p.indices_stride + j] = invalid[j % invalid.size()];
-  }
-  testing::Random rng(seed + 3);
-  if (c.topk_length) {
-    pr->topk_length.resize(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      switch (t % 6) {
-        case 0: pr->topk_length[t] = c.topk; break;
-        case 1: pr->topk_length[t] = 0; break;
-        case 2: pr->topk_length[t] = static_cast<int32_t>(rng.uniform_int(1, c.topk - 1)); break;
-        case 3: pr->topk_length[t] = -3; break;                // clamps to 0
-        case 4: pr->topk_length[t] = c.topk + 100; break;      // clamps to topk
-        default: pr->topk_length[t] = std::min(c.topk, 65); break;  // one key into the second tile
-      }
-    }
-  }
-  if (c.sink) {
-    pr->sink = testing::random_f32(static_cast<size_t>(h), seed + 4, -2.0f, 4.0f);
-    pr->sink[0] = kInf;             // the whole head's output vanishes
-    pr->sink[h - 1] = -kInf;        // no effect
-  }
-
-  pr->d_q = DeviceBuffer<uint8_t>(pr->q);
-  pr->d_kv = DeviceBuffer<uint8_t>(pr->kv);
-  pr->d_indices = DeviceBuffer<int32_t>(pr->indices);
-  pr->d_out = DeviceBuffer<uint16_t>(static_cast<size_t>(T * p.out_token_stride));
-  pr->d_lse = DeviceBuffer<float>(static_cast<size_t>(T * h));
-  pr->d_max_logits = DeviceBuffer<float>(static_cast<size_t>(T * h));
-  p.q = pr->q.data();
-  p.kv = N > 0 ? pr->kv.data() : nullptr;
-  p.indices = pr->indices.data();
-  SparseMlaParams& d = pr->device;
-  d = p;
-  d.q = pr->d_q.get();
-  d.kv = N > 0 ? pr->d_kv.get() : nullptr;
-  d.indices = pr->d_indices.get();
-  d.out = pr->d_out.get();
-  d.lse = pr->d_lse.get();
-  d.max_logits = pr->d_max_logits.get();
-  if (c.topk_length) {
-    pr->d_topk_length = DeviceBuffer<int32_t>(pr->topk_length);
-    p.topk_length = pr->topk_length.data();
-    d.topk_length = pr->d_topk_length.get();
-  }
-  if (c.sink) {
-    pr->d_sink = DeviceBuffer<float>(pr->sink);
-    p.attn_sink = pr->sink.data();
-    d.attn_sink = pr->d_sink.get();
-  }
-}
-
-std::function<bool(size_t)> out_cells(const SparseMlaParams& p) {
-  return [p](size_t i) {
-    const int64_t t = static_cast<int64_t>(i) / p.out_token_stride;
-    const int64_t rest = static_cast<int64_t>(i) % p.out_token_stride;
-    return t < p.num_tokens && rest / p.out_head_stride < p.num_heads && rest % p.out_head_stride < p.d_v;
-  };
-}
-
-std::vector<testing::RerunOutput> rerun_outputs(Problem& pr) {
-  return {testing::rerun_output(pr.d_out, "out"), testing::rerun_output(pr.d_lse, "lse"),
-          testing::rerun_output(pr.d_max_logits, "max_logits")};
-}
 
 // Runs the case twice on poisoned outputs (bitwise equal), checks coverage and returns the outputs.
-void run_and_check_coverage(Problem& pr, std::vector<uint16_t>* out, std::vector<float>* lse,
+void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vector<float>* lse,
                             std::vector<float>* max_logits) {
-  ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return sparse_mla_prefill(pr.device); }, rerun_outputs(pr)));
+  ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return sparse_mla_prefill(pr.device); }, mla_test::rerun_outputs(pr)));
   *out = pr.d_out.download();
   *lse = pr.d_lse.download();
   *max_logits = pr.d_max_logits.download();
-  const auto owned = out_cells(pr.host);
+  const auto owned = mla_test::out_cells(pr.host);
   const auto everything = [](size_t) { return true; };
   EXPECT_TRUE(testing::all_written(*out, owned, "out"));
   EXPECT_TRUE(testing::untouched_outside(*out, owned, "out"));
@@ -198,10 +65,10 @@ double max_abs_finite(const std::vector<double>& v) {
   return m;
 }
 
-void run_case(const Fp8Case& c, uint64_t seed) {
+void run_case(const MlaCase& c, uint64_t seed) {
   SCOPED_TRACE(c.name());
-  Problem pr;
-  make_problem(c, seed, &pr);
+  MlaProblem pr;
+  mla_test::make_problem(c, seed, &pr);
   std::vector<double> ref_out, ref_lse, ref_max;
   FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_cpu_f64(pr.host, &ref_out, &ref_lse, &ref_max));
   std::vector<uint16_t> out;
@@ -225,7 +92,7 @@ void run_case(const Fp8Case& c, uint64_t seed) {
 
 TEST(SparseMlaFp8, SpecShapesH64) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const std::vector<Fp8Case> cases = {
+  const std::vector<MlaCase> cases = {
       {128, 128, 64, 62},
       {256, 256, 64, 62, true, false, true},
       {592, 128, 64, 213, false, true},
@@ -237,12 +104,12 @@ TEST(SparseMlaFp8, SpecShapesH64) {
       {64, 8192, 64, 1},
   };
   uint64_t seed = 110000;
-  for (const Fp8Case& c : cases) run_case(c, seed += 10);
+  for (const MlaCase& c : cases) run_case(c, seed += 10);
 }
 
 TEST(SparseMlaFp8, SpecShapesH128) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const std::vector<Fp8Case> cases = {
+  const std::vector<MlaCase> cases = {
       {128, 128, 128, 213, true},
       {256, 256, 128, 62, false, true, true},
       {1840, 256, 128, 62, true, true, true, 0.25f, 3.0f},
@@ -251,23 +118,23 @@ TEST(SparseMlaFp8, SpecShapesH128) {
       {64, 8192, 128, 1, false, true, true},
   };
   uint64_t seed = 120000;
-  for (const Fp8Case& c : cases) run_case(c, seed += 10);
+  for (const MlaCase& c : cases) run_case(c, seed += 10);
 }
 
 // Peaked softmax (large scores), repeated keys, many invalid indices, unusual scales.
 TEST(SparseMlaFp8, HardNumerics) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  Fp8Case peaked{4000, 1024, 64, 16, false, true};  // scores up to ~7 (a YaRN-scaled sm_scale)
+  MlaCase peaked{4000, 1024, 64, 16, false, true};  // scores up to ~7 (a YaRN-scaled sm_scale)
   peaked.q_range = 3.0f;
   peaked.sm_scale = 0.09f;
   run_case(peaked, 130000);
-  Fp8Case duplicates{300, 512, 128, 16, true};
+  MlaCase duplicates{300, 512, 128, 16, true};
   duplicates.distinct = false;
   run_case(duplicates, 130010);
-  Fp8Case mostly_invalid{5000, 640, 64, 24, false, true, true};
+  MlaCase mostly_invalid{5000, 640, 64, 24, false, true, true};
   mostly_invalid.invalid_fraction = 0.9;
   run_case(mostly_invalid, 130020);
-  Fp8Case scaled{2000, 384, 64, 16};
+  MlaCase scaled{2000, 384, 64, 16};
   scaled.q_scale = 0.03125f;
   scaled.kv_scale = 8.0f;
   scaled.sm_scale = 0.5f;
@@ -279,18 +146,18 @@ TEST(SparseMlaFp8, SmallHeadCounts) {
   FP8DSA_SKIP_WITHOUT_GPU();
   uint64_t seed = 140000;
   for (int h : {8, 16, 32}) {
-    Fp8Case c{700, 256, h, 30, true, true, h == 16};
+    MlaCase c{700, 256, h, 30, true, true, h == 16};
     run_case(c, seed += 10);
-    Fp8Case strided{1500, 512, h, 17, true, true, true};
+    MlaCase strided{1500, 512, h, 17, true, true, true};
     run_case(strided, seed += 10);
   }
 }
 
 TEST(SparseMlaFp8, EmptyCacheAndZeroTokens) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  run_case(Fp8Case{0, 128, 64, 5, true, true}, 150000);  // N = 0: every index is invalid
-  Problem pr;
-  make_problem(Fp8Case{64, 64, 128, 1}, 150010, &pr);
+  run_case(MlaCase{0, 128, 64, 5, true, true}, 150000);  // N = 0: every index is invalid
+  MlaProblem pr;
+  mla_test::make_problem(MlaCase{64, 64, 128, 1}, 150010, &pr);
   SparseMlaParams none = pr.device;
   none.num_tokens = 0;
   FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(none));
@@ -300,10 +167,10 @@ TEST(SparseMlaFp8, EmptyCacheAndZeroTokens) {
 // One valid key: out = kv_scale * V row, lse = max_logits = the score.
 TEST(SparseMlaFp8, SingleKeyHandComputed) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  Fp8Case c{16, 128, 64, 2};
+  MlaCase c{16, 128, 64, 2};
   c.kv_scale = 1.5f;
-  Problem pr;
-  make_problem(c, 160000, &pr);
+  MlaProblem pr;
+  mla_test::make_problem(c, 160000, &pr);
   std::fill(pr.indices.begin(), pr.indices.end(), -1);
   pr.indices[70] = 7;                               // token 0: key 7, in the second tile
   pr.indices[pr.host.indices_stride + 3] = 11;      // token 1: key 11, in the first tile
@@ -341,11 +208,11 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
 testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t seed, int qk_groups = 0,
                                   bool expect_pass = true,
                                   sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kTransposed) {
-  Fp8Case c{65536, 2048, num_heads, num_tokens, true, true};
+  MlaCase c{65536, 2048, num_heads, num_tokens, true, true};
   c.invalid_fraction = 0.02;
   SCOPED_TRACE(c.name() + " qk_groups=" + std::to_string(qk_groups));
-  Problem pr;
-  make_problem(c, seed, &pr);
+  MlaProblem pr;
+  mla_test::make_problem(c, seed, &pr);
   std::vector<uint16_t> out;
   std::vector<float> lse, max_logits;
   if (qk_groups == 0) {
@@ -433,8 +300,8 @@ TEST(SparseMlaFp8, QkGroupsAccuracy) {
 
 TEST(SparseMlaFp8, RejectsBadArguments) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  Problem pr;
-  make_problem(Fp8Case{300, 128, 64, 4}, 180000, &pr);
+  MlaProblem pr;
+  mla_test::make_problem(MlaCase{300, 128, 64, 4}, 180000, &pr);
   SparseMlaParams bad = pr.device;
   bad.topk = 100;
   EXPECT_EQ(sparse_mla_prefill(bad).code(), StatusCode::kInvalidArgument);

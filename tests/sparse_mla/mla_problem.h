@@ -1,0 +1,58 @@
+// Sparse MLA GPU tests: one random problem (host inputs, their device copies, params for both)
+// from a case description, shared by the reference-kernel and the FP8-kernel tests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/gpu_test.h"
+#include "common/rerun.h"
+#include "fp8dsa/sparse_mla.h"
+
+namespace fp8dsa::mla_test {
+
+constexpr int kDqk = 576, kDv = 512;
+
+struct MlaCase {
+  int64_t num_kv;
+  int topk;
+  int num_heads;
+  int64_t num_tokens;
+  bool topk_length = false;  // per-token lengths: full, 0, random, negative, past topk, 65
+  bool sink = false;         // random sinks, with +inf on head 0 and -inf on the last head
+  bool padded_strides = false;  // every stride padded; the padding bytes are e4m3 NaN
+  float q_scale = 1.0f, kv_scale = 1.0f;
+  bool max_logits = true;    // false: max_logits not requested (stays poisoned)
+  float sm_scale = 0.0f;     // 0 = 1/sqrt(192)
+  float q_range = 2.0f;      // q uniform in [-q_range, q_range): larger = peakier softmax
+  bool distinct = true;      // false: keys may repeat within a token's list
+  double invalid_fraction = 0.1;
+  SparseMlaKernel kernel = SparseMlaKernel::kFp8;
+
+  std::string name() const;
+};
+
+// Host inputs and their device copies for one case; `host` and `device` describe the same problem
+// (indices with the SPEC's invalid values mixed in, and one token with no valid key at all).
+struct MlaProblem {
+  std::vector<uint8_t> q, kv;
+  std::vector<int32_t> indices, topk_length;
+  std::vector<float> sink;
+  SparseMlaParams host, device;
+  testing::DeviceBuffer<uint8_t> d_q, d_kv;
+  testing::DeviceBuffer<int32_t> d_indices, d_topk_length;
+  testing::DeviceBuffer<float> d_sink, d_lse, d_max_logits;
+  testing::DeviceBuffer<uint16_t> d_out;
+};
+
+void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr);
+
+// The out elements a kernel owns: d_v columns of each (token, head) row.
+std::function<bool(size_t)> out_cells(const SparseMlaParams& p);
+
+// out, lse and (when requested) max_logits, for testing::reruns_bitwise_equal.
+std::vector<testing::RerunOutput> rerun_outputs(MlaProblem& pr);
+
+}  // namespace fp8dsa::mla_test

@@ -22,7 +22,8 @@ namespace fp8dsa {
 
 enum class SparseMlaKernel : int {
   kAuto = 0,
-  kFp8,        // native FP8: QK^T and P.V on the e4m3 tensor cores
+  kFp8,        // native FP8: QK^T and P.V on the e4m3 tensor cores (h in {8, 16}: keys as the MMA
+               // rows; h = 32: the 64-head kernel with zero rows past h; h = 128: two 64-head CTAs)
   kReference,  // plain CUDA-core f32 kernel (the GPU reference)
 };
 const char* sparse_mla_kernel_name(SparseMlaKernel kernel);

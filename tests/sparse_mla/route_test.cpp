@@ -2,7 +2,9 @@
 // reference kernel only for inputs the FP8 kernel cannot take; explicit choices stand.
 #include <gtest/gtest.h>
 
+#include "common/validation.h"
 #include "fp8dsa/sparse_mla.h"
+#include "sparse_mla/fp8_launch.h"
 
 namespace fp8dsa {
 namespace {
@@ -19,6 +21,38 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
   p.kernel = SparseMlaKernel::kAuto;
   p.kv_dtype = DType::kBF16;
   EXPECT_EQ(sparse_mla_route(p), SparseMlaKernel::kReference);
+}
+
+// Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
+// call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated,
+// and a non-default one for the transposed small-head kernel (built for the default only).
+TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
+  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
+  EXPECT_TRUE(sparse_mla::is_instantiated_qk_groups(sparse_mla::kDefaultQkGroups));
+  EXPECT_FALSE(sparse_mla::is_instantiated_qk_groups(4));
+
+  SparseMlaParams p;
+  p.num_tokens = 4;
+  p.num_kv = 100;
+  p.topk = 64;
+  p.sm_scale = 0.07f;
+  p.q = testing::at<uint8_t>(0);
+  p.kv = testing::at<uint8_t>(256);
+  p.indices = testing::at<int32_t>(512);
+  p.out = testing::at<uint16_t>(1024);
+  p.lse = testing::at<float>(2048);
+  for (int h : {16, 64}) {
+    p.num_heads = h;
+    ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+    const Status s = sparse_mla::launch_sparse_mla_fp8(p, 4);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("qk_groups"), std::string::npos) << s.message();
+  }
+  p.num_heads = 16;
+  const Status s = sparse_mla::launch_sparse_mla_fp8(p, 1);  // instantiated for h >= 64 only
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -163,11 +163,7 @@ int run_on_cpu(const RunOptions& requested) {
   }
   rows.push_back(chain);
 
-  std::printf("\n");
-  print_stage_table(rows);
-  const bool ok = report_failures(rows);
-  std::printf("\n%s\n", ok ? "all checks passed" : "some checks FAILED");
-  return ok ? 0 : 1;
+  return print_stage_report(rows);
 }
 
 }  // namespace fp8dsa::cli

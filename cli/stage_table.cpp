@@ -5,6 +5,8 @@
 
 namespace fp8dsa::cli {
 
+namespace {
+
 void print_stage_table(const std::vector<StageRow>& rows) {
   std::vector<std::vector<std::string>> cells;
   cells.push_back({"stage", "kernel", "ms", "TFLOPS", "check"});
@@ -43,6 +45,16 @@ bool report_failures(const std::vector<StageRow>& rows) {
     }
   }
   return ok;
+}
+
+}  // namespace
+
+int print_stage_report(const std::vector<StageRow>& rows) {
+  std::printf("\n");
+  print_stage_table(rows);
+  const bool ok = report_failures(rows);
+  std::printf("\n%s\n", ok ? "all checks passed" : "some checks FAILED");
+  return ok ? 0 : 1;
 }
 
 }  // namespace fp8dsa::cli

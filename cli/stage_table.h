@@ -21,9 +21,8 @@ struct StageRow {
   std::string note;
 };
 
-void print_stage_table(const std::vector<StageRow>& rows);
-
-// Prints the full description of every failed check; returns true when every check that ran passed.
-bool report_failures(const std::vector<StageRow>& rows);
+// The end of a run: the table, the full description of every failed check and the verdict line.
+// Returns the command's exit status: 0 when every check that ran passed, else 1.
+int print_stage_report(const std::vector<StageRow>& rows);
 
 }  // namespace fp8dsa::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/load_element.h"
 #include "core/parallel_for.h"
 #include "fp8dsa/fp8.h"
 
@@ -14,19 +15,6 @@ namespace fp8dsa::reference {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double load_element(const void* base, DType dtype, int64_t offset) {
-  switch (dtype) {
-    case DType::kE4M3: return e4m3_to_float(static_cast<const uint8_t*>(base)[offset]);
-    case DType::kBF16: return bf16_to_float(static_cast<const uint16_t*>(base)[offset]);
-    case DType::kF32: return static_cast<const float*>(base)[offset];
-    default: return std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
-bool is_float_dtype(DType dtype) {
-  return dtype == DType::kE4M3 || dtype == DType::kBF16 || dtype == DType::kF32;
-}
 
 double dot_product(const double* a, const double* b, int64_t n) {
   double acc[4] = {0.0, 0.0, 0.0, 0.0};

@@ -97,24 +97,31 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMemcpy(d_q, q.data(), q.size(), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
 
+  // The timed problem: T tokens, topk keys each over n cache rows, h heads.
+  const auto params_for = [&](int64_t n, int h) {
+    fp8dsa::SparseMlaParams p;
+    p.num_tokens = T;
+    p.num_kv = n;
+    p.num_heads = h;
+    p.q = d_q;
+    p.kv = d_kv;
+    p.indices = d_idx;
+    p.topk = topk;
+    p.sm_scale = 0.0721687836f;
+    p.out = d_out;
+    p.lse = d_lse;
+    p.max_logits = d_max;
+    return p;
+  };
+  const auto tflops_at = [&](int h, double ms) { return 2.0 * h * (d_qk + d_v) * double(T) * topk / (ms * 1e-3) / 1e12; };
+
   for (int64_t n : {8192, 32768, 65536, 131072}) {
     const std::vector<int32_t> idx = fp8dsa::testing::random_indices(T, topk, n, 3 + n, 0.0, true);
     CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int h : {128, 64, 32, 16}) {
       if ((reference || profile) && n != 32768) continue;
       if (profile && h != 64) continue;
-      fp8dsa::SparseMlaParams p;
-      p.num_tokens = T;
-      p.num_kv = n;
-      p.num_heads = h;
-      p.q = d_q;
-      p.kv = d_kv;
-      p.indices = d_idx;
-      p.topk = topk;
-      p.sm_scale = 0.0721687836f;
-      p.out = d_out;
-      p.lse = d_lse;
-      p.max_logits = d_max;
+      fp8dsa::SparseMlaParams p = params_for(n, h);
       p.kernel = reference ? fp8dsa::SparseMlaKernel::kReference : fp8dsa::SparseMlaKernel::kAuto;
       if (profile) {
         const fp8dsa::Status st = fp8dsa::sparse_mla_prefill(p);
@@ -123,7 +130,7 @@ int main(int argc, char** argv) {
         continue;
       }
       const double ms = median_ms(p, reference ? 3 : reps);
-      const double tflops = 2.0 * h * (d_qk + d_v) * double(T) * topk / (ms * 1e-3) / 1e12;
+      const double tflops = tflops_at(h, ms);
       const bool fp8 = !reference;
       std::printf("%-10s %4d %7lld %9.3f %8.1f %7.3f\n", fp8 ? "fp8" : "reference", h, (long long)n, ms, tflops,
                   gemm.tflops > 0 ? tflops / gemm.tflops : 0.0);
@@ -149,28 +156,13 @@ int main(int argc, char** argv) {
       runs.push_back({fp8dsa::sparse_mla::kDefaultQkGroups, h, SmallHeads::kPadded});
     }
     for (const Run& run : runs) {
-      {
-        const int groups = run.groups, h = run.h;
-        fp8dsa::SparseMlaParams p;
-        p.num_tokens = T;
-        p.num_kv = 32768;
-        p.num_heads = h;
-        p.q = d_q;
-        p.kv = d_kv;
-        p.indices = d_idx;
-        p.topk = topk;
-        p.sm_scale = 0.0721687836f;
-        p.out = d_out;
-        p.lse = d_lse;
-        p.max_logits = d_max;
-        const double ms = median_ms(p, reps, groups, run.small);
-        const double tflops = 2.0 * h * (d_qk + d_v) * double(T) * topk / (ms * 1e-3) / 1e12;
-        std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f%s\n", groups, h, 32768, ms, tflops,
-                    gemm.tflops > 0 ? tflops / gemm.tflops : 0.0,
-                    !fp8dsa::sparse_mla::has_transposed_kernel(h) ? ""
-                    : run.small == SmallHeads::kPadded            ? " padded"
-                                                                  : " transposed");
-      }
+      const double ms = median_ms(params_for(32768, run.h), reps, run.groups, run.small);
+      const double tflops = tflops_at(run.h, ms);
+      std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f%s\n", run.groups, run.h, 32768, ms, tflops,
+                  gemm.tflops > 0 ? tflops / gemm.tflops : 0.0,
+                  !fp8dsa::sparse_mla::has_transposed_kernel(run.h) ? ""
+                  : run.small == SmallHeads::kPadded                ? " padded"
+                                                                    : " transposed");
     }
   }
   cudaFree(d_q);

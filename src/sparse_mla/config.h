@@ -1,7 +1,8 @@
 // Tile sizes and the shared-memory plan of the native FP8 sparse MLA kernel (h = 64 per CTA).
 //
-// One CTA = one (token, 64-head block); h = 128 runs two CTAs per token that share gathered rows
-// through L2. Three warpgroups: a producer that gathers KV rows with cp.async into a ring of
+// One CTA = one (token, 64-head block); h = 128 runs two CTAs per token, independent ones that share
+// rows only through L2, or a 2-CTA cluster in which each CTA gathers half of every tile and copies it
+// into its peer (HeadPairs in fp8_launch.h). Three warpgroups: a producer that gathers KV rows with cp.async into a ring of
 // K-major tiles, and two consumers that take alternate 64-key tiles (tile 2p and 2p + 1 of pair p):
 // each computes S = Q K^T for its tile, transposes its tile's first 512 columns into V^T, and then
 // both multiply the two tiles' P by V^T on their half of d_v (P.V needs V^T because 8-bit wgmma
@@ -51,7 +52,7 @@ struct Fp8Config {
   static constexpr uint32_t kRowMaxOffset = kPOffset + kNumConsumers * kPTileBytes;
   static constexpr uint32_t kRowSumOffset = kRowMaxOffset + kNumConsumers * kHeads * 4;
   static constexpr uint32_t kBarrierOffset = kRowSumOffset + kNumConsumers * kHeads * 8;  // f32 + e4m3 sums
-  static constexpr uint32_t kNumBarriers = 2 * kNumKStages + 1;  // full[], empty[], q_full
+  static constexpr uint32_t kNumBarriers = 3 * kNumKStages + 1;  // full[], empty[], q_full, released[]
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;  // room to align the base to 1024
 

@@ -23,6 +23,7 @@
 
 #include "core/cuda_check.h"
 #include "fp8dsa/status.h"
+#include "hopper/cluster.cuh"
 #include "hopper/cp_async.cuh"
 #include "hopper/mbarrier.cuh"
 #include "hopper/smem_descriptor.h"
@@ -111,11 +112,34 @@ struct GatherLayout {
 };
 using MainGatherLayout = GatherLayout<C::kHeads, C::kQOffset, C::kKOffset>;
 
-// The producer warpgroup: Q of the CTA's heads, then every K tile of the token into the ring.
-template <class L = MainGatherLayout>
-__device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem, uint64_t* full,
-                                         uint64_t* empty, uint64_t* q_full, int64_t token, int head_block,
-                                         int length, int num_tiles, int thread) {
+// The barriers of one CTA's pipeline (see CtaPipeline).
+struct PipelineBarriers {
+  uint64_t* full;      // [kNumKStages] K tile in shared memory
+  uint64_t* empty;     // [kNumKStages] the consumers (of both CTAs of a cluster) are done with it
+  uint64_t* q_full;    // Q gathered
+  uint64_t* released;  // [kNumKStages] cluster only: this CTA's consumer is done with it
+};
+
+// A 2-CTA cluster (h = 128, HeadPairs::kCluster) splits every K tile: CTA rank r gathers rows
+// [32r, 32r + 32) with cp.async, and each producer warp, once its 8 rows have landed, copies them
+// into the peer's ring with one bulk copy per 64-byte column atom (a warp's rows are contiguous
+// there: 9 x 512 bytes), completing on the peer's full barrier. Each row then crosses L2 -> SM once
+// instead of twice, at the price of a shared-memory read of the half being sent. A stage is free
+// when both CTAs' consumers have released it: each producer sees its own consumer's release
+// (`released`) and reports it to both CTAs' `empty`, off the consumers' path.
+constexpr int kClusterHalfRows = Fp8Config::kKeysPerTile / 2;
+constexpr uint32_t kClusterHalfAtomBytes = kClusterHalfRows * Fp8Config::kSwizzleBytes;
+constexpr uint32_t kClusterHalfTileBytes = Fp8Config::kKTileBytes / 2;
+constexpr int kClusterRowsPerWarp = kGatherRowsPerPass / 4;
+static_assert(kClusterHalfRows == kGatherRowsPerPass, "a cluster CTA gathers one pass of rows per tile");
+
+// The producer warpgroup: Q of the CTA's heads, then every K tile of the token into the ring (with
+// kCluster = 2, its half of every tile, which it also sends to the peer CTA).
+template <class L = MainGatherLayout, int kCluster = 1>
+__device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem, const PipelineBarriers& bars,
+                                         int64_t token, int head_block, int length, int num_tiles, int thread) {
+  uint64_t *full = bars.full, *empty = bars.empty;
+  const uint32_t rank = kCluster == 2 ? hopper::cluster_ctarank() : 0u;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
   const uint8_t* q = p.q + token * p.q_token_stride + int64_t{head_block} * L::kQRows * p.q_head_stride;
@@ -128,27 +152,60 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
                             quarter);
     }
   }
-  hopper::cp_async_mbarrier_arrive_noinc(q_full);
+  hopper::cp_async_mbarrier_arrive_noinc(bars.q_full);
 
   const int32_t* indices = p.indices + token * p.indices_stride;
+  constexpr int kPasses = kCluster == 2 ? 1 : C::kKeysPerTile / kGatherRowsPerPass;
+  const int first_pass = kCluster == 2 ? static_cast<int>(rank) : 0;
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int stage = tile % C::kNumKStages;
-    constexpr int kPasses = C::kKeysPerTile / kGatherRowsPerPass;
     int32_t idx[kPasses];
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
-      const int pos = tile * C::kKeysPerTile + pass * kGatherRowsPerPass + row_in_pass;
+      const int pos = tile * C::kKeysPerTile + (first_pass + pass) * kGatherRowsPerPass + row_in_pass;
       idx[pass] = pos < length ? __ldg(indices + pos) : -1;
     }
-    if (tile >= C::kNumKStages) wait_barrier(&empty[stage], ((tile / C::kNumKStages) - 1) & 1);
+    if (tile >= C::kNumKStages) {
+      const uint32_t parity = ((tile / C::kNumKStages) - 1) & 1;
+      if constexpr (kCluster == 2) {
+        wait_barrier(&bars.released[stage], parity);
+        if (thread == 0) {
+          hopper::mbarrier_arrive(&empty[stage]);
+          hopper::mbarrier_arrive_cluster(hopper::peer_address(hopper::smem_address(&empty[stage]), rank ^ 1u));
+        }
+      }
+      wait_barrier(&empty[stage], parity);
+    }
     const uint32_t k_tile = smem + L::kKOffset + stage * C::kKTileBytes;
+    // The peer's half arrives as transaction bytes on full[stage] (possibly before this arrival:
+    // the transaction count may go negative within a phase).
+    if (kCluster == 2 && thread == 0) hopper::mbarrier_arrive_expect_tx(&full[stage], kClusterHalfTileBytes);
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       const bool valid = index_valid(idx[pass], p.num_kv);
       const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
-      gather_row(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+      gather_row(k_tile, (first_pass + pass) * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
     }
     hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+    if constexpr (kCluster == 2) {
+      // This warp's rows to the peer, once they have landed.
+      hopper::cp_async_commit_group();
+      hopper::cp_async_wait_group<0>();
+      __syncwarp();
+      if (thread % 32 == 0) {
+        hopper::fence_proxy_async_smem();  // cp.async wrote the rows; the bulk copy reads them
+        const uint32_t peer = rank ^ 1u;
+        const uint32_t peer_full = hopper::peer_address(hopper::smem_address(&full[stage]), peer);
+        const uint32_t rows = k_tile + (rank * kClusterHalfRows + (thread / 32) * kClusterRowsPerWarp) * C::kSwizzleBytes;
+#pragma unroll
+        for (int atom = 0; atom < C::kDqk / static_cast<int>(C::kSwizzleBytes); ++atom) {
+          const uint32_t src = rows + atom * C::kKeysPerTile * C::kSwizzleBytes;
+          hopper::bulk_copy_shared_to_cluster(hopper::peer_address(src, peer), src,
+                                              kClusterRowsPerWarp * C::kSwizzleBytes, peer_full);
+        }
+      }
+      __syncwarp();
+    }
   }
   // No copy may outlive the thread that issued it.
   hopper::cp_async_commit_group();
@@ -158,7 +215,7 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
   // its last release traps here instead of hanging unreported behind an exited producer. Tile t is
   // release number t / kNumKStages of its stage; the one before it was waited for above.
   for (int tile = max(num_tiles - C::kNumKStages, 0); tile < num_tiles; ++tile) {
-    wait_barrier(&empty[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
+    wait_barrier(&(kCluster == 2 ? bars.released : empty)[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
   }
 #endif
 }
@@ -209,10 +266,13 @@ __device__ __forceinline__ void add_qk_groups(float (&s)[S::kAccRegs], float (&p
   }
 }
 
-template <int kQkGroups>
+// kCluster = 2: the K tiles are shared with the peer CTA (the other rank of the cluster), whose
+// producer writes into this CTA's ring; releases go to the own producer, which passes them on.
+template <int kQkGroups, int kCluster = 1>
 __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem, uint8_t* smem_ptr,
-                                         uint64_t* full, uint64_t* empty, uint64_t* q_full, int64_t token,
-                                         int head_block, int length, int num_pairs, int w, int thread) {
+                                         const PipelineBarriers& bars, int64_t token, int head_block, int length,
+                                         int num_pairs, int w, int thread) {
+  uint64_t *full = bars.full, *empty = bars.empty;
   constexpr uint32_t kConsumerThreads = 128 * C::kNumConsumers;
   const int warp = thread / 32, lane = thread % 32;
   const int row_lo = warp * 16 + lane / 4;  // the thread's two rows (heads): row_lo, row_lo + 8
@@ -292,10 +352,11 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
       add_qk_groups<MainScoreShape, 1, kQkGroups, kStepsPerGroup>(s, part, desc_q, desc_k);
     }
     hopper::fence_proxy_async_smem();        // the V^T stores, for the P.V wgmmas of both consumers
-    hopper::mbarrier_arrive(&empty[stage]);  // wgmma and the transpose are done with the K tile
+    // wgmma and the transpose are done with the K tile (in a cluster, the producer passes it on)
+    hopper::mbarrier_arrive(kCluster == 2 ? &bars.released[stage] : &empty[stage]);
   };
 
-  hopper::mbarrier_wait(q_full, 0);
+  hopper::mbarrier_wait(bars.q_full, 0);
   if (num_pairs > 0) {
     start_scores(w);
     finish_scores();
@@ -442,6 +503,16 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
     total_e4m3[h] = sum_e4m3[h] + other.y;
   }
 
+  // In a cluster, the K ring is reused below only once the peer has received every half this CTA
+  // sent (it has consumed all its tiles), and no peer copy or arrival is in flight when either exits.
+  if constexpr (kCluster == 2) {
+    hopper::cluster_sync();
+    // Read again rather than kept: held across the key loop beside the cluster's release
+    // addresses, the token got spilled.
+    token = hopper::block_index_x() / p.head_blocks;
+    head_block = static_cast<int>(hopper::block_index_x() % p.head_blocks);
+  }
+
   constexpr float kLn2 = 0.6931471805599453f;
   float out_scale[2];
   const int64_t head0 = int64_t{head_block} * C::kHeads;
@@ -494,68 +565,93 @@ __device__ __forceinline__ void consumer(const Fp8KernelParams& p, uint32_t smem
 
 // The shared memory of a CTA of either kernel: the dynamic base aligned to 1024 bytes (wgmma
 // descriptors assume every tile starts on a swizzle-pattern boundary) and the pipeline's mbarriers
-// at barrier_offset, initialised (all threads call this; it ends with __syncthreads).
+// at barrier_offset, initialised (all threads call this; it ends with __syncthreads, or with a
+// cluster barrier when the peer CTA of a kCluster = 2 pair will use them).
 struct CtaPipeline {
   uint32_t smem;      // shared address of the aligned base
   uint8_t* smem_ptr;  // the same, generic
-  uint64_t* full;     // [kNumKStages] K tile gathered (one cp.async arrival per producer thread)
-  uint64_t* empty;    // [kNumKStages] the consumer that owns the tile is done with it
-  uint64_t* q_full;   // Q gathered
+  PipelineBarriers bars;
 };
 
+template <int kCluster = 1>
 __device__ __forceinline__ CtaPipeline setup_cta_pipeline(uint8_t* smem_raw, uint32_t barrier_offset) {
   CtaPipeline c;
   const uint32_t raw = hopper::smem_address(smem_raw);
   c.smem = (raw + 1023u) & ~1023u;
   c.smem_ptr = smem_raw + (c.smem - raw);
-  c.full = reinterpret_cast<uint64_t*>(c.smem_ptr + barrier_offset);
-  c.empty = c.full + C::kNumKStages;
-  c.q_full = c.empty + C::kNumKStages;
+  PipelineBarriers& b = c.bars;
+  b.full = reinterpret_cast<uint64_t*>(c.smem_ptr + barrier_offset);
+  b.empty = b.full + C::kNumKStages;
+  b.q_full = b.empty + C::kNumKStages;
+  b.released = b.q_full + 1;
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kNumKStages; ++s) {
-      hopper::mbarrier_init(&c.full[s], 128);
-      hopper::mbarrier_init(&c.empty[s], 128);
+      // full: one cp.async arrival per producer thread (+ the expect_tx arrival for the peer's half);
+      // empty: the owning consumer's threads, or in a cluster one arrival from each CTA's producer.
+      hopper::mbarrier_init(&b.full[s], kCluster == 2 ? 129 : 128);
+      hopper::mbarrier_init(&b.empty[s], kCluster == 2 ? 2 : 128);
+      hopper::mbarrier_init(&b.released[s], 128);
     }
-    hopper::mbarrier_init(c.q_full, 128);
+    hopper::mbarrier_init(b.q_full, 128);
     hopper::mbarrier_init_fence();
   }
-  __syncthreads();
+  if constexpr (kCluster == 2) {
+    hopper::cluster_sync();
+  } else {
+    __syncthreads();
+  }
   return c;
 }
 
 }  // namespace detail
 
-template <int kQkGroups>
+// kCluster = 2 (h a multiple of 128): launched as clusters of two CTAs, the two 64-head blocks of
+// one token (head blocks 2j and 2j + 1), sharing every gathered K tile.
+template <int kQkGroups, int kCluster = 1>
 __global__ void __launch_bounds__(Fp8Config::kThreads, 1) sparse_mla_fp8_kernel(const Fp8KernelParams p) {
   using C = Fp8Config;
+  static_assert(kCluster == 1 || kCluster == 2, "CTAs alone or in pairs");
   extern __shared__ uint8_t smem_raw[];
-  const detail::CtaPipeline cta = detail::setup_cta_pipeline(smem_raw, C::kBarrierOffset);
-  const uint32_t smem = cta.smem;
-  uint8_t* smem_ptr = cta.smem_ptr;
-  uint64_t *full = cta.full, *empty = cta.empty, *q_full = cta.q_full;
+  const detail::CtaPipeline cta = detail::setup_cta_pipeline<kCluster>(smem_raw, C::kBarrierOffset);
 
-  const int64_t token = blockIdx.x / p.head_blocks;
-  const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
-
+  // The cluster kernel's roles read the block index after their setmaxnreg (a volatile read, which
+  // ptxas cannot hoist above it): the token computed before it got spilled there. The single-CTA
+  // kernel computes it once up front (per role, it spilled).
+  const auto token = [&] {
+    return static_cast<int64_t>((kCluster == 1 ? blockIdx.x : hopper::block_index_x()) / p.head_blocks);
+  };
+  const auto head_block = [&] {
+    return static_cast<int>((kCluster == 1 ? blockIdx.x : hopper::block_index_x()) % p.head_blocks);
+  };
+  [[maybe_unused]] const int64_t cta_token = token();
+  [[maybe_unused]] const int cta_head_block = head_block();
+  const auto role_token = [&] { return kCluster == 1 ? cta_token : token(); };
+  const auto role_head_block = [&] { return kCluster == 1 ? cta_head_block : head_block(); };
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
   // Each role reads the token's length itself: a value live across setmaxnreg got spilled.
   if (wg == 0) {
     hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
-    const int length = detail::token_length(p, token);
-    detail::producer(p, smem, full, empty, q_full, token, head_block, length, 2 * detail::pair_count(length), thread);
+    const int64_t t = role_token();
+    const int length = detail::token_length(p, t);
+    detail::producer<detail::MainGatherLayout, kCluster>(p, cta.smem, cta.bars, t, role_head_block(), length,
+                                                         2 * detail::pair_count(length), thread);
+    if constexpr (kCluster == 2) hopper::cluster_sync();  // the consumers' barrier before the epilogue
   } else {
     hopper::warpgroup_reg_alloc<C::kConsumerRegs>();
-    const int length = detail::token_length(p, token);
-    detail::consumer<kQkGroups>(p, smem, smem_ptr, full, empty, q_full, token, head_block, length,
-                                detail::pair_count(length), wg - 1, thread);
+    const int64_t t = role_token();
+    const int length = detail::token_length(p, t);
+    detail::consumer<kQkGroups, kCluster>(p, cta.smem, cta.smem_ptr, cta.bars, t, role_head_block(), length,
+                                          detail::pair_count(length), wg - 1, thread);
   }
 }
 
 // Sets the shared-memory limit and launches a kernel of the producer + two consumers shape (384
 // threads, the setmaxnreg split of config.h).
+// cluster_size > 1 launches clusters of that many consecutive CTAs (blocks must be a multiple).
 inline Status launch_warp_specialised(void (*kernel)(Fp8KernelParams), uint32_t smem_bytes, const char* name,
-                                      const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
+                                      const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream,
+                                      unsigned cluster_size = 1) {
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   // The setmaxnreg split is sized for the registers the CTA starts with (config.h); if ptxas ever
   // gives the kernel fewer, a consumer's setmaxnreg.inc would wait forever: refuse to launch.
@@ -567,16 +663,33 @@ inline Status launch_warp_specialised(void (*kernel)(Fp8KernelParams), uint32_t 
                            " registers per thread, too few for its setmaxnreg split (needs " +
                            std::to_string(Fp8Config::kEntryRegs) + ")");
   }
-  kernel<<<blocks, Fp8Config::kThreads, smem_bytes, stream>>>(params);
+  if (cluster_size == 1) {
+    kernel<<<blocks, Fp8Config::kThreads, smem_bytes, stream>>>(params);
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(Fp8Config::kThreads);
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = cluster_size;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    FP8DSA_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernel, params));
+  }
   FP8DSA_RETURN_IF_LAUNCH_FAILED(name);
   return Status::ok();
 }
 
-// Launches one instantiation (each lives in its own launch_g*.cu).
-template <int kQkGroups>
+// Launches one instantiation (each lives in its own launch_*.cu).
+template <int kQkGroups, int kCluster = 1>
 Status launch_fp8_kernel(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
-  return launch_warp_specialised(sparse_mla_fp8_kernel<kQkGroups>, Fp8Config::kSmemAlloc, "sparse_mla_fp8_kernel",
-                                 params, blocks, stream);
+  return launch_warp_specialised(sparse_mla_fp8_kernel<kQkGroups, kCluster>, Fp8Config::kSmemAlloc,
+                                 kCluster == 1 ? "sparse_mla_fp8_kernel" : "sparse_mla_fp8_kernel (2-CTA cluster)",
+                                 params, blocks, stream, kCluster);
 }
 
 }  // namespace fp8dsa::sparse_mla

@@ -24,11 +24,24 @@ bool fp8_kernel_supports(const SparseMlaParams& params);
 enum class SmallHeads { kTransposed, kPadded };
 constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || num_heads == 16; }
 
+// How a token's head blocks run when h is a multiple of 128: as independent CTAs that each gather
+// every K row, sharing only through L2 (kSeparate), or as 2-CTA clusters that gather every row once
+// and copy each half into the peer CTA (kCluster). The cluster halves the L2 -> SM gather traffic
+// but measured slower on the H200 (T = 4096, N = 32768, topk = 2048, h = 128: 565-584 TFLOPS against
+// 700-727; bench/RESULTS.md), so kSeparate is the default and kCluster a tested alternative.
+enum class HeadPairs { kSeparate, kCluster };
+constexpr HeadPairs kDefaultHeadPairs = HeadPairs::kSeparate;
+
 // Launches it on params.stream. Expects validate(params) to have passed. qk_groups other than the
-// default, and SmallHeads::kPadded, are for tests and tuning (the transposed kernel is built for the
-// default qk_groups only).
+// default, SmallHeads::kPadded and HeadPairs::kSeparate are for tests and tuning (the transposed
+// kernel and the cluster kernel are built for the default qk_groups only: other qk_groups need
+// HeadPairs::kSeparate where h is a multiple of 128).
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups = kDefaultQkGroups,
-                             SmallHeads small_heads = SmallHeads::kTransposed);
+                             SmallHeads small_heads = SmallHeads::kTransposed,
+                             HeadPairs head_pairs = kDefaultHeadPairs);
+
+// The 2-CTA cluster kernel (launch_cluster.cu); blocks is even.
+Status launch_fp8_cluster(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream);
 
 // The transposed-orientation kernel for h in {8, 16} (launch_small_heads.cu).
 Status launch_fp8_small_heads(const Fp8KernelParams& params, int num_heads, unsigned blocks, cudaStream_t stream);

@@ -41,7 +41,7 @@ struct SmallHeadsConfig {
   // no registers (h = 32 spilled 252 bytes with them in registers).
   static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 16;
   static constexpr uint32_t kBarrierOffset = kStateOffset + 2 * 2 * kH * 8;
-  static constexpr uint32_t kSmemBytes = kBarrierOffset + (2 * Fp8Config::kNumKStages + 1) * 8;
+  static constexpr uint32_t kSmemBytes = kBarrierOffset + Fp8Config::kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
   // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
   // output [h][512] in the V^T buffers.
@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1)
   const detail::CtaPipeline cta = detail::setup_cta_pipeline(smem_raw, SC::kBarrierOffset);
   const uint32_t smem = cta.smem;
   uint8_t* smem_ptr = cta.smem_ptr;
-  uint64_t *full = cta.full, *empty = cta.empty, *q_full = cta.q_full;
+  uint64_t *full = cta.bars.full, *empty = cta.bars.empty, *q_full = cta.bars.q_full;
   const int64_t token = blockIdx.x;
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1)
     hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
     const int length = detail::token_length(p, token);
     using Layout = detail::GatherLayout<kH, SC::kQOffset, SC::kKOffset>;
-    detail::producer<Layout>(p, smem, full, empty, q_full, token, 0, length,
+    detail::producer<Layout>(p, smem, cta.bars, token, 0, length,
                              (length + C::kKeysPerTile - 1) / C::kKeysPerTile, thread);
   } else {
     hopper::warpgroup_reg_alloc<C::kConsumerRegs>();

@@ -1,5 +1,6 @@
 // Host side of the native FP8 sparse MLA kernel: resolves strides, folds the scales, launches one
-// CTA per (token, 64-head block); h = 128 gives two CTAs per token that share rows through L2, and
+// CTA per (token, 64-head block); h = 128 gives two CTAs per token that share rows through L2 (or, on
+// request, a 2-CTA cluster that gathers every row once: HeadPairs), and
 // h in {8, 16} one CTA of the transposed-orientation kernel, h = 32 one CTA of the h = 64 kernel with
 // its MMA rows past h zero (faster there, see launch_small_heads.cu).
 #include <cmath>
@@ -23,7 +24,8 @@ bool is_instantiated_qk_groups(int qk_groups) {
   return qk_groups == 1 || qk_groups == 3 || qk_groups == 6 || qk_groups == 9 || qk_groups == 2;
 }
 
-Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups, SmallHeads small_heads) {
+Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups, SmallHeads small_heads,
+                             HeadPairs head_pairs) {
   if (!fp8_kernel_supports(params)) {
     return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
                            "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
@@ -69,6 +71,13 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups, Small
                               std::to_string(kDefaultQkGroups) + " only");
     }
     return launch_fp8_small_heads(k, r.num_heads, grid, r.stream);
+  }
+  if (head_blocks % 2 == 0 && head_pairs == HeadPairs::kCluster) {
+    if (qk_groups != kDefaultQkGroups) {
+      return invalid_argument("sparse_mla fp8: the 2-CTA cluster kernel is built for qk_groups " +
+                              std::to_string(kDefaultQkGroups) + " only (use HeadPairs::kSeparate)");
+    }
+    return launch_fp8_cluster(k, grid, r.stream);
   }
   switch (qk_groups) {
     case 1: return launch_fp8_instance<1>(k, grid, r.stream);

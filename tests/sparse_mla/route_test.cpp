@@ -25,7 +25,8 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
 
 // Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
 // call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated,
-// and a non-default one for the transposed small-head kernel (built for the default only).
+// and a non-default one for the transposed small-head kernel or the 2-CTA cluster kernel (both
+// built for the default only).
 TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
   for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
@@ -53,6 +54,12 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   const Status s = sparse_mla::launch_sparse_mla_fp8(p, 1);  // instantiated for h >= 64 only
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
+  p.num_heads = 128;
+  ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  const Status c = sparse_mla::launch_sparse_mla_fp8(p, 1, sparse_mla::SmallHeads::kTransposed,
+                                                      sparse_mla::HeadPairs::kCluster);
+  EXPECT_EQ(c.code(), StatusCode::kInvalidArgument) << c.to_string();
+  EXPECT_NE(c.message().find("HeadPairs::kSeparate"), std::string::npos) << c.message();
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/gpu_test.h"
@@ -207,7 +209,8 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
 // returned (and asserted when `expect_pass`).
 testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t seed, int qk_groups = 0,
                                   bool expect_pass = true,
-                                  sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kTransposed) {
+                                  sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kTransposed,
+                                  sparse_mla::HeadPairs head_pairs = sparse_mla::kDefaultHeadPairs) {
   MlaCase c{65536, 2048, num_heads, num_tokens, true, true};
   c.invalid_fraction = 0.02;
   SCOPED_TRACE(c.name() + " qk_groups=" + std::to_string(qk_groups));
@@ -219,7 +222,7 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
     run_and_check_coverage(pr, &out, &lse, &max_logits);
     if (::testing::Test::HasFatalFailure()) return {};
   } else {
-    const Status st = sparse_mla::launch_sparse_mla_fp8(pr.device, qk_groups, small_heads);
+    const Status st = sparse_mla::launch_sparse_mla_fp8(pr.device, qk_groups, small_heads, head_pairs);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     out = pr.d_out.download();
     lse = pr.d_lse.download();
@@ -252,7 +255,8 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
   const testing::SparseMlaCheck check = testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, p.num_tokens,
                                                                   num_heads, kDv, fp8_tolerance(max_abs_finite(ref_max)));
   if (expect_pass) EXPECT_TRUE(check.passed) << check.description;
-  const char* path = !sparse_mla::has_transposed_kernel(num_heads)           ? ""
+  const char* path = num_heads % 128 == 0 ? (head_pairs == sparse_mla::HeadPairs::kCluster ? " cluster" : " separate")
+                     : !sparse_mla::has_transposed_kernel(num_heads)  ? ""
                      : small_heads == sparse_mla::SmallHeads::kPadded ? " padded"
                                                                       : " transposed";
   std::printf("  [%s qk_groups=%d%s vs GPU reference] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err "
@@ -288,6 +292,38 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
   }
 }
 
+// Both h = 128 paths: two independent CTAs per token (the default) and 2-CTA clusters sharing each
+// gathered tile (kept as the alternative measured against it). Each cluster CTA computes exactly
+// what it would alone, so the outputs must be the same bits; on SPEC 8's edge cases (lengths, sinks,
+// strides, an all-invalid token) as well as on a large problem checked against the GPU reference.
+TEST(SparseMlaFp8, H128ClusterAndSeparate) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  run_large(128, 1024, 170050, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kTransposed,
+            sparse_mla::HeadPairs::kCluster);
+  uint64_t seed = 170060;
+  for (const MlaCase& c : {MlaCase{1840, 256, 128, 62, true, true, true, 0.25f, 3.0f},
+                           MlaCase{70000, 2048, 128, 300, true, true}, MlaCase{64, 64, 128, 3}}) {
+    SCOPED_TRACE(c.name());
+    MlaProblem pr;
+    mla_test::make_problem(c, seed += 10, &pr);
+    const auto run = [&](sparse_mla::HeadPairs pairs) {
+      const Status st = sparse_mla::launch_sparse_mla_fp8(pr.device, sparse_mla::kDefaultQkGroups,
+                                                          sparse_mla::SmallHeads::kTransposed, pairs);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      return std::make_tuple(pr.d_out.download(), pr.d_lse.download(), pr.d_max_logits.download());
+    };
+    const auto cluster = run(sparse_mla::HeadPairs::kCluster);
+    const auto separate = run(sparse_mla::HeadPairs::kSeparate);
+    EXPECT_TRUE(std::get<0>(cluster) == std::get<0>(separate)) << "out differs";
+    EXPECT_TRUE(std::memcmp(std::get<1>(cluster).data(), std::get<1>(separate).data(),
+                            std::get<1>(cluster).size() * sizeof(float)) == 0)
+        << "lse differs";
+    EXPECT_TRUE(std::memcmp(std::get<2>(cluster).data(), std::get<2>(separate).data(),
+                            std::get<2>(cluster).size() * sizeof(float)) == 0)
+        << "max_logits differs";
+  }
+}
+
 // The e4m3 wgmma accumulator keeps ~13 mantissa bits, so QK^T runs as kDefaultQkGroups chains
 // added in f32. Prints the accuracy of every instantiation (the tradeoff behind the default) and
 // requires SPEC 6 of the default.
@@ -295,6 +331,9 @@ TEST(SparseMlaFp8, QkGroupsAccuracy) {
   FP8DSA_SKIP_WITHOUT_GPU();
   for (int groups : {1, 2, 3, 6, 9}) {
     run_large(64, 1024, 175000, groups, groups == sparse_mla::kDefaultQkGroups);
+  }
+  for (int groups : {1, 9}) {  // h = 128 at other chain counts runs as separate CTAs
+    run_large(128, 256, 175010, groups, false, sparse_mla::SmallHeads::kTransposed, sparse_mla::HeadPairs::kSeparate);
   }
 }
 

@@ -1,8 +1,9 @@
 // Tuning driver for the FP8 sparse MLA kernel (not a test, not the official benchmark): times
 // sparse_mla_prefill at T = 4096, topk = 2048 over N and h with CUDA events (median of reps), beside
 // a cuBLASLt FP8 GEMM of 8192^3 from the same run, and prints one compact table.
-//   fp8dsa_sparse_mla_timing [reps=20] [kernel=fp8|reference|profile]
-// profile: a single launch of h=64, N=32768 (for ncu), nothing else.
+//   fp8dsa_sparse_mla_timing [reps=20] [kernel=fp8|reference|profile] [profile h=64] [cluster|separate]
+// profile: a single launch of the FP8 kernel at h, N=32768 (for ncu), nothing else; h = 128 takes
+// the given HeadPairs path (default: separate).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +29,13 @@ namespace {
   } while (0)
 
 // qk_groups 0: the public entry point; otherwise the FP8 kernel instantiation with that many QK^T
-// chains (and, for h < 64, the given path).
+// chains (and, for h < 64 and h = 128, the given path).
 double median_ms(const fp8dsa::SparseMlaParams& p, int reps, int qk_groups = 0,
-                 fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kTransposed) {
+                 fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kTransposed,
+                 fp8dsa::sparse_mla::HeadPairs pairs = fp8dsa::sparse_mla::kDefaultHeadPairs) {
   const auto launch = [&] {
     return qk_groups == 0 ? fp8dsa::sparse_mla_prefill(p)
-                          : fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, qk_groups, small);
+                          : fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, qk_groups, small, pairs);
   };
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(10, std::atoi(argv[1])) : 20;
   const bool reference = argc > 2 && std::strcmp(argv[2], "reference") == 0;
   const bool profile = argc > 2 && std::strcmp(argv[2], "profile") == 0;
+  const int profile_heads = argc > 3 ? std::atoi(argv[3]) : 64;
+  const fp8dsa::sparse_mla::HeadPairs profile_pairs = argc > 4 && std::strcmp(argv[4], "cluster") == 0
+                                                          ? fp8dsa::sparse_mla::HeadPairs::kCluster
+                                                          : fp8dsa::sparse_mla::HeadPairs::kSeparate;
   const int64_t T = 4096;
   const int topk = 2048;
   const int d_qk = 576, d_v = 512;
@@ -120,11 +126,12 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int h : {128, 64, 32, 16}) {
       if ((reference || profile) && n != 32768) continue;
-      if (profile && h != 64) continue;
+      if (profile && h != profile_heads) continue;
       fp8dsa::SparseMlaParams p = params_for(n, h);
       p.kernel = reference ? fp8dsa::SparseMlaKernel::kReference : fp8dsa::SparseMlaKernel::kAuto;
       if (profile) {
-        const fp8dsa::Status st = fp8dsa::sparse_mla_prefill(p);
+        const fp8dsa::Status st = fp8dsa::sparse_mla::launch_sparse_mla_fp8(
+            p, fp8dsa::sparse_mla::kDefaultQkGroups, fp8dsa::sparse_mla::SmallHeads::kTransposed, profile_pairs);
         CHECK_CUDA(cudaDeviceSynchronize());
         std::printf("profile launch: %s\n", st.to_string().c_str());
         continue;
@@ -140,27 +147,33 @@ int main(int argc, char** argv) {
   if (!reference && !profile) {
     const std::vector<int32_t> idx = fp8dsa::testing::random_indices(T, topk, 32768, 7, 0.0, true);
     CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-    std::printf("QK^T chains (default %d) at N=32768 (h < 64: the transposed kernel, then the padded one):\n"
+    std::printf("QK^T chains (default %d) at N=32768 (h < 64: the transposed kernel, then the padded one; h = 128: "
+                "the 2-CTA cluster (default chains only), then separate CTAs, the default):\n"
                 "%-10s %4s %7s %9s %8s %7s\n",
                 fp8dsa::sparse_mla::kDefaultQkGroups, "qk_groups", "h", "N", "ms", "TFLOPS", "xGEMM");
+    using fp8dsa::sparse_mla::HeadPairs;
     using fp8dsa::sparse_mla::SmallHeads;
+    constexpr int kDefault = fp8dsa::sparse_mla::kDefaultQkGroups;
     struct Run {
       int groups, h;
       SmallHeads small;
+      HeadPairs pairs;
     };
     std::vector<Run> runs;
+    runs.push_back({kDefault, 128, SmallHeads::kTransposed, HeadPairs::kCluster});
     for (int groups : {1, 2, 3, 6, 9})
-      for (int h : {128, 64}) runs.push_back({groups, h, SmallHeads::kTransposed});
+      for (int h : {128, 64}) runs.push_back({groups, h, SmallHeads::kTransposed, HeadPairs::kSeparate});
     for (int h : {16, 8}) {
-      runs.push_back({fp8dsa::sparse_mla::kDefaultQkGroups, h, SmallHeads::kTransposed});
-      runs.push_back({fp8dsa::sparse_mla::kDefaultQkGroups, h, SmallHeads::kPadded});
+      runs.push_back({kDefault, h, SmallHeads::kTransposed, HeadPairs::kSeparate});
+      runs.push_back({kDefault, h, SmallHeads::kPadded, HeadPairs::kSeparate});
     }
     for (const Run& run : runs) {
-      const double ms = median_ms(params_for(32768, run.h), reps, run.groups, run.small);
+      const double ms = median_ms(params_for(32768, run.h), reps, run.groups, run.small, run.pairs);
       const double tflops = tflops_at(run.h, ms);
       std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f%s\n", run.groups, run.h, 32768, ms, tflops,
                   gemm.tflops > 0 ? tflops / gemm.tflops : 0.0,
-                  !fp8dsa::sparse_mla::has_transposed_kernel(run.h) ? ""
+                  run.h == 128 ? (run.pairs == HeadPairs::kCluster ? " cluster" : " separate")
+                  : !fp8dsa::sparse_mla::has_transposed_kernel(run.h) ? ""
                   : run.small == SmallHeads::kPadded                ? " padded"
                                                                     : " transposed");
     }

@@ -68,21 +68,13 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
     p.k_scale = in.k_scale.as<float>();
     return indexer_logits(p);
   };
-  Timing timing;
-  Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
-  if (!status.is_ok()) {
-    if (record_if_refused(status, row, ctx.results)) return Status::ok();
-    return status;
-  }
-  const double seconds = timing.median_ms * 1e-3;
-  row.ms = timing.median_ms;
-  row.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
-  // Reads q, w, k, k_scale once; writes the valid logits.
-  const double bytes = static_cast<double>(q_bytes + w_bytes + k_bytes + k_scale_bytes) +
-                       4.0 * static_cast<double>(bounds.valid_pairs);
-  row.gbps = bytes / seconds / 1e9;
-  ctx.results->add(std::move(row));
-  return Status::ok();
+  return time_and_record(ctx, sets, launch, std::move(row), [&](double seconds, ResultRow& r) {
+    r.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
+    // Reads q, w, k, k_scale once; writes the valid logits.
+    const double bytes = static_cast<double>(q_bytes + w_bytes + k_bytes + k_scale_bytes) +
+                         4.0 * static_cast<double>(bounds.valid_pairs);
+    r.gbps = bytes / seconds / 1e9;
+  });
 }
 
 }  // namespace

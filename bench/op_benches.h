@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include <cuda_runtime_api.h>
 
@@ -21,6 +22,12 @@ struct BenchContext {
   uint64_t seed = 0x5EED;
   Results* results = nullptr;
 };
+
+// Times launch(set) over `sets` input sets and adds `row` with its median time and what `derive`
+// (given the seconds) fills in (TFLOPS, GB/s). A launch refused as unsupported is recorded as such
+// and is not an error.
+Status time_and_record(const BenchContext& ctx, int sets, const std::function<Status(int set)>& launch,
+                       ResultRow row, const std::function<void(double seconds, ResultRow& row)>& derive);
 
 // T=4096 new tokens over N-4096 cached keys (causal), N in {8K, 32K, 64K, 128K}, H in {64, 32}.
 Status run_indexer_bench(const BenchContext& ctx);

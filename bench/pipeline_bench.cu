@@ -104,19 +104,11 @@ Status run_pipeline_bench(const BenchContext& ctx) {
     p.attention.kv = in.kv.get();
     return prefill(p);
   };
-  Timing timing;
-  Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
-  if (!status.is_ok()) {
-    if (record_if_refused(status, row, ctx.results)) return Status::ok();
-    return status;
-  }
   // Every token sees more than topk keys, so the top-k fills all topk slots with valid rows.
   const double flops = 2.0 * kIndexHeads * kIndexDim * static_cast<double>(bounds.valid_pairs) +
                        2.0 * kHeads * (kDimQk + kDimV) * static_cast<double>(kTokens) * kTopk;
-  row.ms = timing.median_ms;
-  row.tflops = flops / (timing.median_ms * 1e-3) / 1e12;
-  ctx.results->add(std::move(row));
-  return Status::ok();
+  return time_and_record(ctx, sets, launch, std::move(row),
+                         [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; });
 }
 
 }  // namespace fp8dsa::bench

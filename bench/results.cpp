@@ -1,5 +1,7 @@
 #include "results.h"
 
+#include "op_benches.h"
+
 #include <algorithm>
 #include <ctime>
 #include <fstream>
@@ -39,6 +41,17 @@ bool record_if_refused(const Status& status, ResultRow row, Results* results) {
   row.note = status.to_string();
   results->add(std::move(row));
   return true;
+}
+
+Status time_and_record(const BenchContext& ctx, int sets, const std::function<Status(int set)>& launch,
+                       ResultRow row, const std::function<void(double seconds, ResultRow& row)>& derive) {
+  Timing timing;
+  const Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
+  if (!status.is_ok()) return record_if_refused(status, row, ctx.results) ? Status::ok() : status;
+  row.ms = timing.median_ms;
+  derive(timing.median_ms * 1e-3, row);
+  ctx.results->add(std::move(row));
+  return Status::ok();
 }
 
 std::string shape_string(std::initializer_list<std::pair<const char*, int64_t>> tokens,

@@ -95,21 +95,13 @@ Status bench_sparse_mla_shape(const BenchContext& ctx, int64_t num_keys, int num
     p.kv = inputs[static_cast<size_t>(s)].kv.get();
     return sparse_mla_prefill(p);
   };
-  Timing timing;
-  Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
-  if (!status.is_ok()) {
-    if (record_if_refused(status, row, ctx.results)) return Status::ok();
-    return status;
-  }
-  const double seconds = timing.median_ms * 1e-3;
-  row.ms = timing.median_ms;
-  row.tflops = 2.0 * num_heads * (kDimQk + kDimV) * static_cast<double>(valid) / seconds / 1e12;
-  // Gathered KV rows (each read once per token) dominate; q in, out/lse/max_logits out.
-  const double bytes = static_cast<double>(valid) * kDimQk + static_cast<double>(q_bytes) +
-                       static_cast<double>(out.bytes() + lse.bytes() + max_logits.bytes());
-  row.gbps = bytes / seconds / 1e9;
-  ctx.results->add(std::move(row));
-  return Status::ok();
+  return time_and_record(ctx, sets, launch, std::move(row), [&](double seconds, ResultRow& r) {
+    r.tflops = 2.0 * num_heads * (kDimQk + kDimV) * static_cast<double>(valid) / seconds / 1e12;
+    // Gathered KV rows (each read once per token) dominate; q in, out/lse/max_logits out.
+    const double bytes = static_cast<double>(valid) * kDimQk + static_cast<double>(q_bytes) +
+                         static_cast<double>(out.bytes() + lse.bytes() + max_logits.bytes());
+    r.gbps = bytes / seconds / 1e9;
+  });
 }
 
 }  // namespace

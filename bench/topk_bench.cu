@@ -62,15 +62,8 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
     p.logits = logits[static_cast<size_t>(s)].as<float>();
     return topk(p);
   };
-  Timing timing;
-  Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
-  if (status.is_ok()) {
-    row.ms = timing.median_ms;
-    row.gbps = bytes / (timing.median_ms * 1e-3) / 1e9;
-    ctx.results->add(row);
-  } else if (!record_if_refused(status, row, ctx.results)) {
-    return status;
-  }
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
+                                         [&](double seconds, ResultRow& r) { r.gbps = bytes / seconds / 1e9; }));
 
 #ifdef FP8DSA_BENCH_HAVE_CUB_BASELINE
   const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.keys);
@@ -86,10 +79,8 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
                                      ctx.stream),
                        "cub_sort_topk");
   };
-  FP8DSA_RETURN_IF_ERROR(time_launches(ctx.stream, sets, ctx.timing, launch_cub, &timing));
-  baseline.ms = timing.median_ms;
-  baseline.gbps = bytes / (timing.median_ms * 1e-3) / 1e9;
-  ctx.results->add(std::move(baseline));
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch_cub, std::move(baseline),
+                                         [&](double seconds, ResultRow& r) { r.gbps = bytes / seconds / 1e9; }));
 #endif
   return Status::ok();
 }

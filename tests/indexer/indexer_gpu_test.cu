@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_test.h"
@@ -21,6 +22,7 @@
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
 #include "indexer/scorers.h"
+#include "indexer_problem.h"
 #include "hopper/smem_descriptor.h"
 
 namespace fp8dsa {
@@ -30,92 +32,11 @@ using testing::DeviceBuffer;
 
 constexpr IndexerKernel kFastKernels[] = {IndexerKernel::kQResident, IndexerKernel::kKResident};
 
-struct Shape {
-  int64_t num_tokens;
-  int64_t num_keys;
-  int num_heads;
-  int head_dim = 128;
-  bool padded_strides = false;
-};
-
-// One problem: host inputs, their device copies, and params for both sides.
-struct Problem {
-  std::vector<uint8_t> q, k;
-  std::vector<float> w, k_scale;
-  std::vector<int32_t> ks, ke;
-  IndexerParams host;
-  IndexerParams device;
-  DeviceBuffer<uint8_t> d_q, d_k;
-  DeviceBuffer<float> d_w, d_k_scale, d_logits;
-  DeviceBuffer<int32_t> d_ks, d_ke;
-};
-
-// Fresh random inputs; bounds as given (ks/ke of length T).
-void build_problem(const Shape& s, std::vector<int32_t> ks, std::vector<int32_t> ke, uint64_t seed,
-                   Problem* pr) {
-  const int64_t T = s.num_tokens, N = s.num_keys;
-  const int H = s.num_heads, D = s.head_dim;
-  const int64_t q_stride = int64_t{H} * D + (s.padded_strides ? 48 : 0);
-  const int64_t w_stride = H + (s.padded_strides ? 5 : 0);
-  const int64_t k_stride = D + (s.padded_strides ? 32 : 0);
-  const int64_t ldl = (N + 3) / 4 * 4 + (s.padded_strides ? 12 : 0);
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -3.0f, 3.0f);
-  pr->k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -3.0f, 3.0f);
-  pr->w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
-  pr->k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.05f, 2.0f);
-  pr->ks = std::move(ks);
-  pr->ke = std::move(ke);
-
-  IndexerParams& p = pr->host;
-  p = IndexerParams{};
-  p.num_tokens = T;
-  p.num_keys = N;
-  p.num_heads = H;
-  p.head_dim = D;
-  p.q = pr->q.data();
-  p.q_token_stride = q_stride;
-  p.w = pr->w.data();
-  p.w_token_stride = w_stride;
-  p.k = pr->k.data();
-  p.k_row_stride = k_stride;
-  p.k_scale = pr->k_scale.data();
-  p.ks = pr->ks.data();
-  p.ke = pr->ke.data();
-  p.ldl = ldl;
-
-  pr->d_q = DeviceBuffer<uint8_t>(pr->q);
-  pr->d_k = DeviceBuffer<uint8_t>(pr->k);
-  pr->d_w = DeviceBuffer<float>(pr->w);
-  pr->d_k_scale = DeviceBuffer<float>(pr->k_scale);
-  pr->d_ks = DeviceBuffer<int32_t>(pr->ks);
-  pr->d_ke = DeviceBuffer<int32_t>(pr->ke);
-  pr->d_logits = DeviceBuffer<float>(static_cast<size_t>(T * ldl));
-  IndexerParams& d = pr->device;
-  d = p;
-  d.q = pr->d_q.get();
-  d.w = pr->d_w.get();
-  d.k = pr->d_k.get();
-  d.k_scale = pr->d_k_scale.get();
-  d.ks = pr->d_ks.get();
-  d.ke = pr->d_ke.get();
-  d.logits = pr->d_logits.get();
-}
-
-int64_t clamped(int32_t bound, int64_t n) { return std::clamp<int64_t>(bound, 0, n); }
-
-// Cells inside the clamped [ks, ke) of their row (all N columns when fill_masked).
-std::function<bool(size_t)> owned_cells(const Problem& pr, bool fill_masked) {
-  const int64_t ldl = pr.host.ldl, T = pr.host.num_tokens, N = pr.host.num_keys;
-  const int32_t* ks = pr.ks.data();
-  const int32_t* ke = pr.ke.data();
-  return [=](size_t i) {
-    const int64_t t = static_cast<int64_t>(i) / ldl, s = static_cast<int64_t>(i) % ldl;
-    if (t >= T || s >= N) return false;
-    if (fill_masked) return true;
-    const int64_t lo = clamped(ks[t], N);
-    return s >= lo && s < std::max(lo, clamped(ke[t], N));
-  };
-}
+using Shape = indexer_test::ProblemShape;  // this file's defaults: q and k in [-3, 3), scales from 0.05
+using Problem = indexer_test::IndexerProblem;
+using indexer_test::clamped;
+using indexer_test::owned_cells;
+using indexer_test::make_problem;
 
 // Runs `kernel` twice on poisoned logits (bitwise equal), checks the written set and, when `ref`
 // is given, SPEC 6 accuracy; returns the logits.
@@ -160,7 +81,7 @@ void check_all_kernels(const Shape& s, std::vector<int32_t> ks, std::vector<int3
                " H=" + std::to_string(s.num_heads) + " D=" + std::to_string(s.head_dim) +
                (s.padded_strides ? " padded" : ""));
   Problem pr;
-  build_problem(s, std::move(ks), std::move(ke), seed, &pr);
+  make_problem(s, std::move(ks), std::move(ke), seed, &pr);
   std::vector<double> ref;
   FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
   for (IndexerKernel kernel : kFastKernels) run_and_check(pr, kernel, false, &ref);
@@ -262,7 +183,7 @@ void check_against_gpu_reference(const Shape& s, std::vector<int32_t> ks, std::v
   SCOPED_TRACE("T=" + std::to_string(s.num_tokens) + " N=" + std::to_string(s.num_keys) +
                " H=" + std::to_string(s.num_heads));
   Problem pr;
-  build_problem(s, std::move(ks), std::move(ke), seed, &pr);
+  make_problem(s, std::move(ks), std::move(ke), seed, &pr);
   IndexerParams d = pr.device;
   d.kernel = IndexerKernel::kReference;
   FP8DSA_ASSERT_STATUS_OK(indexer_logits(d));
@@ -295,7 +216,7 @@ TEST(IndexerFastGpu, BadArgumentsAreRefused) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pr;
   const testing::KeyRanges r = testing::full_key_ranges(16, 256);
-  build_problem(Shape{16, 256, 32}, r.ks, r.ke, 77000, &pr);
+  make_problem(Shape{16, 256, 32}, r.ks, r.ke, 77000, &pr);
   for (IndexerKernel kernel : {IndexerKernel::kQResident, IndexerKernel::kKResident, IndexerKernel::kAuto}) {
     SCOPED_TRACE(indexer_kernel_name(kernel));
     IndexerParams ok = pr.device;
@@ -390,7 +311,7 @@ TEST(IndexerFastGpu, QResidentVariants) {
   for (int h : {64, 32, 8}) {
     const testing::KeyRanges r = testing::random_key_ranges(67, 1500, seed + 7, 0.1, 0.1);
     Problem pr;
-    build_problem(Shape{67, 1500, h}, r.ks, r.ke, seed += 10, &pr);
+    make_problem(Shape{67, 1500, h}, r.ks, r.ke, seed += 10, &pr);
     std::vector<double> ref;
     FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
     std::vector<QResidentShape> shapes = {QResidentShape::kNarrowShared};

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_test.h"
@@ -17,6 +18,7 @@
 #include "common/rerun.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
+#include "indexer_problem.h"
 
 namespace fp8dsa {
 namespace {
@@ -34,80 +36,35 @@ struct IndexerCase {
   bool causal = false;          // else random ranges with empty and out-of-range rows
 };
 
-// Host inputs plus their device copies; `host` and `device` are the same problem.
-struct IndexerProblem {
-  std::vector<uint8_t> q, k;
-  std::vector<float> w, k_scale;
-  testing::KeyRanges ranges;
-  IndexerParams host;
-  IndexerParams device;
-  DeviceBuffer<uint8_t> d_q, d_k;
-  DeviceBuffer<float> d_w, d_k_scale, d_logits;
-  DeviceBuffer<int32_t> d_ks, d_ke;
-};
+using indexer_test::IndexerProblem;
+using indexer_test::clamped;
 
-void make_problem(const IndexerCase& c, uint64_t seed, IndexerProblem* pr) {
-  const int64_t T = c.num_tokens, N = c.num_keys;
-  const int H = c.num_heads, D = c.head_dim;
-  const int64_t q_stride = int64_t{H} * D + (c.padded_strides ? 32 : 0);
-  const int64_t w_stride = H + (c.padded_strides ? 3 : 0);
-  const int64_t k_stride = D + (c.padded_strides ? 16 : 0);
-  const int64_t ldl = (N + 3) / 4 * 4 + (c.padded_strides ? 8 : 0);  // validate: 16-byte rows
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
-  pr->k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
-  pr->w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
-  pr->k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
-  pr->ranges = c.causal ? testing::causal_key_ranges(T, N)
-                        : testing::random_key_ranges(T, N, seed + 4, 0.1, 0.1);
-
-  IndexerParams& p = pr->host;
-  p.num_tokens = T;
-  p.num_keys = N;
-  p.num_heads = H;
-  p.head_dim = D;
-  p.q = pr->q.data();
-  p.q_token_stride = q_stride;
-  p.w = pr->w.data();
-  p.w_token_stride = w_stride;
-  p.k = pr->k.data();
-  p.k_row_stride = k_stride;
-  p.k_scale = pr->k_scale.data();
-  p.ks = pr->ranges.ks.data();
-  p.ke = pr->ranges.ke.data();
-  p.ldl = ldl;
-  p.fill_masked = c.fill_masked;
-  p.kernel = IndexerKernel::kReference;
-
-  pr->d_q = DeviceBuffer<uint8_t>(pr->q);
-  pr->d_k = DeviceBuffer<uint8_t>(pr->k);
-  pr->d_w = DeviceBuffer<float>(pr->w);
-  pr->d_k_scale = DeviceBuffer<float>(pr->k_scale);
-  pr->d_ks = DeviceBuffer<int32_t>(pr->ranges.ks);
-  pr->d_ke = DeviceBuffer<int32_t>(pr->ranges.ke);
-  pr->d_logits = DeviceBuffer<float>(static_cast<size_t>(T * ldl));
-  IndexerParams& d = pr->device;
-  d = p;
-  d.q = pr->d_q.get();
-  d.w = pr->d_w.get();
-  d.k = pr->d_k.get();
-  d.k_scale = pr->d_k_scale.get();
-  d.ks = pr->d_ks.get();
-  d.ke = pr->d_ke.get();
-  d.logits = pr->d_logits.get();
+// This file's inputs: q and k in [-4, 4), key scales from 0.01, its own stride padding.
+indexer_test::ProblemShape shape_of(const IndexerCase& c) {
+  indexer_test::ProblemShape s{c.num_tokens, c.num_keys, c.num_heads, c.head_dim, c.padded_strides};
+  s.q_pad = 32;
+  s.w_pad = 3;
+  s.k_pad = 16;
+  s.ldl_pad = 8;  // validate: 16-byte rows
+  s.qk_range = 4.0f;
+  s.k_scale_min = 0.01f;
+  return s;
 }
 
-int64_t clamped(int32_t bound, int64_t n) { return std::clamp<int64_t>(bound, 0, n); }
+// Causal or random key ranges (with empty and out-of-range rows), fill_masked as the case says.
+void make_problem(const IndexerCase& c, uint64_t seed, IndexerProblem* pr) {
+  testing::KeyRanges ranges = c.causal ? testing::causal_key_ranges(c.num_tokens, c.num_keys)
+                                       : testing::random_key_ranges(c.num_tokens, c.num_keys, seed + 4, 0.1, 0.1);
+  indexer_test::make_problem(shape_of(c), std::move(ranges.ks), std::move(ranges.ke), seed, pr);
+  for (IndexerParams* p : {&pr->host, &pr->device}) {
+    p->fill_masked = c.fill_masked;
+    p->kernel = IndexerKernel::kReference;
+  }
+}
 
 // The cells the kernel owns: the clamped [ks, ke) of each row, or all N columns with fill_masked.
 std::function<bool(size_t)> owned_cells(const IndexerProblem& pr) {
-  const IndexerParams& p = pr.host;
-  return [&pr, p](size_t i) {
-    const int64_t t = static_cast<int64_t>(i) / p.ldl, s = static_cast<int64_t>(i) % p.ldl;
-    if (t >= p.num_tokens || s >= p.num_keys) return false;
-    if (p.fill_masked) return true;
-    const int64_t lo = clamped(pr.ranges.ks[t], p.num_keys);
-    return s >= lo && s < std::max(lo, clamped(pr.ranges.ke[t], p.num_keys));
-  };
+  return indexer_test::owned_cells(pr, pr.host.fill_masked);
 }
 
 void run_case(const IndexerCase& c, uint64_t seed) {
@@ -129,16 +86,16 @@ void run_case(const IndexerCase& c, uint64_t seed) {
   EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
 
   const testing::IndexerCheck check = testing::check_indexer_logits(
-      got.data(), pr.host.ldl, ref.data(), c.num_tokens, c.num_keys, pr.ranges.ks.data(),
-      pr.ranges.ke.data());
+      got.data(), pr.host.ldl, ref.data(), c.num_tokens, c.num_keys, pr.ks.data(),
+      pr.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 0 && c.num_keys > 0 && check.cells > 0) EXPECT_GT(check.max_abs_ref, 0.0);
 
   if (c.fill_masked) {
     int64_t wrong = 0;
     for (int64_t t = 0; t < c.num_tokens; ++t) {
-      const int64_t lo = clamped(pr.ranges.ks[t], c.num_keys);
-      const int64_t hi = std::max(lo, clamped(pr.ranges.ke[t], c.num_keys));
+      const int64_t lo = clamped(pr.ks[t], c.num_keys);
+      const int64_t hi = std::max(lo, clamped(pr.ke[t], c.num_keys));
       for (int64_t s = 0; s < c.num_keys; ++s) {
         const float v = got[t * pr.host.ldl + s];
         if ((s < lo || s >= hi) && !(std::isinf(v) && v < 0)) ++wrong;
@@ -196,15 +153,8 @@ TEST(IndexerReferenceGpu, CachePrefixBatchSampledTokens) {
   std::vector<int32_t> ks(T), ke(T);
   FP8DSA_ASSERT_STATUS_OK(build_causal_bounds(sequences, ks.data(), ke.data(), &T, &N));
 
-  IndexerCase c{"cache_prefix", T, N, 32};
   IndexerProblem pr;
-  make_problem(c, 4000, &pr);
-  pr.ranges.ks = ks;
-  pr.ranges.ke = ke;
-  pr.host.ks = pr.ranges.ks.data();
-  pr.host.ke = pr.ranges.ke.data();
-  pr.d_ks.upload(ks);
-  pr.d_ke.upload(ke);
+  indexer_test::make_problem(shape_of(IndexerCase{"cache_prefix", T, N, 32}), ks, ke, 4000, &pr);
 
   ASSERT_TRUE(testing::reruns_bitwise_equal(
       [&] { return reference::indexer_logits_gpu(pr.device); },
@@ -219,8 +169,8 @@ TEST(IndexerReferenceGpu, CachePrefixBatchSampledTokens) {
     sample.num_tokens = 1;
     sample.q = pr.q.data() + t0 * sample.q_token_stride;
     sample.w = pr.w.data() + t0 * sample.w_token_stride;
-    sample.ks = pr.ranges.ks.data() + t0;
-    sample.ke = pr.ranges.ke.data() + t0;
+    sample.ks = pr.ks.data() + t0;
+    sample.ke = pr.ke.data() + t0;
     std::vector<double> ref;
     FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(sample, &ref));
     const testing::IndexerCheck check = testing::check_indexer_logits(

@@ -23,7 +23,7 @@ namespace fp8dsa::sparse_mla {
 
 template <int kH>
 struct SmallHeadsConfig {
-  static_assert(kH == 8 || kH == 16 || kH == 32, "the transposed kernel takes h in {8, 16} (32 builds, see launch_small_heads.cu)");
+  static_assert(kH == 8 || kH == 16 || kH == 32, "the transposed kernel takes h in {8, 16, 32}");
   static constexpr int kHeads = kH;
   static constexpr int kAccRegs = kH / 2;    // m64nh accumulator registers per thread
   static constexpr int kColumns = kH / 4;    // distinct heads (columns) a thread holds

@@ -65,7 +65,10 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups, Small
   }
 
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (has_transposed_kernel(r.num_heads) && small_heads == SmallHeads::kTransposed) {
+  const bool transposed = small_heads == SmallHeads::kTransposed ? has_transposed_kernel(r.num_heads)
+                          : small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
+                                                                 : false;
+  if (transposed) {
     if (qk_groups != kDefaultQkGroups) {
       return invalid_argument("sparse_mla fp8: the h < 64 kernel is built for qk_groups " +
                               std::to_string(kDefaultQkGroups) + " only");

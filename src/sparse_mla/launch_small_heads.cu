@@ -1,6 +1,6 @@
-// The transposed-orientation FP8 sparse MLA kernel for h in {8, 16}: one CTA per token. (h = 32 also
-// builds, without spills, but measured 315 TFLOPS against 366 for the padded h = 64 kernel at
-// T = 4096, N = 32768, topk = 2048 on the H200: h = 32 takes the padded kernel.)
+// The transposed-orientation FP8 sparse MLA kernel for h in {8, 16, 32}: one CTA per token. (At
+// h = 32 it measured slower than the padded h = 64 kernel on the H200, so h = 32 takes the padded
+// kernel unless asked: fp8_launch.h.)
 #include <string>
 
 #include "sparse_mla/fp8_launch.h"
@@ -17,11 +17,14 @@ Status launch_fp8_small_heads(const Fp8KernelParams& params, int num_heads, unsi
     case 16:
       return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<16, kG>, SmallHeadsConfig<16>::kSmemAlloc,
                                      "sparse_mla_fp8_small_heads_kernel<16>", params, blocks, stream);
+    case 32:
+      return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<32, kG>, SmallHeadsConfig<32>::kSmemAlloc,
+                                     "sparse_mla_fp8_small_heads_kernel<32>", params, blocks, stream);
     default:
       break;
   }
   return invalid_argument("sparse_mla fp8: no transposed kernel for num_heads " + std::to_string(num_heads) +
-                          " (8, 16)");
+                          " (8, 16, 32)");
 }
 
 }  // namespace fp8dsa::sparse_mla

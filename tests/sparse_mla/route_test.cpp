@@ -28,8 +28,10 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
 // and a non-default one for the transposed small-head kernel or the 2-CTA cluster kernel (both
 // built for the default only).
 TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
-  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
-  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {8, 16, 32}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::transposed_by_default(h)) << h;
+  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::transposed_by_default(h)) << h;
   EXPECT_TRUE(sparse_mla::is_instantiated_qk_groups(sparse_mla::kDefaultQkGroups));
   EXPECT_FALSE(sparse_mla::is_instantiated_qk_groups(4));
 
@@ -56,7 +58,7 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
   p.num_heads = 128;
   ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
-  const Status c = sparse_mla::launch_sparse_mla_fp8(p, 1, sparse_mla::SmallHeads::kTransposed,
+  const Status c = sparse_mla::launch_sparse_mla_fp8(p, 1, sparse_mla::SmallHeads::kDefault,
                                                       sparse_mla::HeadPairs::kCluster);
   EXPECT_EQ(c.code(), StatusCode::kInvalidArgument) << c.to_string();
   EXPECT_NE(c.message().find("HeadPairs::kSeparate"), std::string::npos) << c.message();

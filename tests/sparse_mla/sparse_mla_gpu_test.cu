@@ -209,7 +209,7 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
 // returned (and asserted when `expect_pass`).
 testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t seed, int qk_groups = 0,
                                   bool expect_pass = true,
-                                  sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kTransposed,
+                                  sparse_mla::SmallHeads small_heads = sparse_mla::SmallHeads::kDefault,
                                   sparse_mla::HeadPairs head_pairs = sparse_mla::kDefaultHeadPairs) {
   MlaCase c{65536, 2048, num_heads, num_tokens, true, true};
   c.invalid_fraction = 0.02;
@@ -255,10 +255,13 @@ testing::SparseMlaCheck run_large(int num_heads, int64_t num_tokens, uint64_t se
   const testing::SparseMlaCheck check = testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, p.num_tokens,
                                                                   num_heads, kDv, fp8_tolerance(max_abs_finite(ref_max)));
   if (expect_pass) EXPECT_TRUE(check.passed) << check.description;
+  const bool transposed = small_heads == sparse_mla::SmallHeads::kDefault
+                              ? sparse_mla::transposed_by_default(num_heads)
+                              : small_heads == sparse_mla::SmallHeads::kTransposed;
   const char* path = num_heads % 128 == 0 ? (head_pairs == sparse_mla::HeadPairs::kCluster ? " cluster" : " separate")
-                     : !sparse_mla::has_transposed_kernel(num_heads)  ? ""
-                     : small_heads == sparse_mla::SmallHeads::kPadded ? " padded"
-                                                                      : " transposed";
+                     : num_heads >= 64    ? ""
+                     : transposed         ? " transposed"
+                                          : " padded";
   std::printf("  [%s qk_groups=%d%s vs GPU reference] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err "
               "%.2e%s\n",
               c.name().c_str(), qk_groups, path, check.rel_l2, check.cosine, check.max_lse_error,
@@ -283,10 +286,11 @@ TEST(SparseMlaFp8, LargeH16AgainstGpuReference) {
 }
 
 // Both h < 64 paths on one problem each: the transposed kernel and the h = 64 kernel with its MMA
-// rows past h zero (kept as the yardstick the transposed kernel is measured against).
+// rows past h zero (kept as the yardstick the transposed kernel is measured against; h = 32 runs
+// padded by default).
 TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  for (int h : {8, 16}) {
+  for (int h : {8, 16, 32}) {
     run_large(h, 512, 170030 + h, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kTransposed);
     run_large(h, 512, 170030 + h, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kPadded);
   }
@@ -298,7 +302,7 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
 // strides, an all-invalid token) as well as on a large problem checked against the GPU reference.
 TEST(SparseMlaFp8, H128ClusterAndSeparate) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  run_large(128, 1024, 170050, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kTransposed,
+  run_large(128, 1024, 170050, sparse_mla::kDefaultQkGroups, true, sparse_mla::SmallHeads::kDefault,
             sparse_mla::HeadPairs::kCluster);
   uint64_t seed = 170060;
   for (const MlaCase& c : {MlaCase{1840, 256, 128, 62, true, true, true, 0.25f, 3.0f},
@@ -308,7 +312,7 @@ TEST(SparseMlaFp8, H128ClusterAndSeparate) {
     mla_test::make_problem(c, seed += 10, &pr);
     const auto run = [&](sparse_mla::HeadPairs pairs) {
       const Status st = sparse_mla::launch_sparse_mla_fp8(pr.device, sparse_mla::kDefaultQkGroups,
-                                                          sparse_mla::SmallHeads::kTransposed, pairs);
+                                                          sparse_mla::SmallHeads::kDefault, pairs);
       EXPECT_TRUE(st.is_ok()) << st.to_string();
       return std::make_tuple(pr.d_out.download(), pr.d_lse.download(), pr.d_max_logits.download());
     };
@@ -333,7 +337,7 @@ TEST(SparseMlaFp8, QkGroupsAccuracy) {
     run_large(64, 1024, 175000, groups, groups == sparse_mla::kDefaultQkGroups);
   }
   for (int groups : {1, 9}) {  // h = 128 at other chain counts runs as separate CTAs
-    run_large(128, 256, 175010, groups, false, sparse_mla::SmallHeads::kTransposed, sparse_mla::HeadPairs::kSeparate);
+    run_large(128, 256, 175010, groups, false, sparse_mla::SmallHeads::kDefault, sparse_mla::HeadPairs::kSeparate);
   }
 }
 

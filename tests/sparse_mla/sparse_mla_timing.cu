@@ -1,9 +1,10 @@
 // Tuning driver for the FP8 sparse MLA kernel (not a test, not the official benchmark): times
 // sparse_mla_prefill at T = 4096, topk = 2048 over N and h with CUDA events (median of reps), beside
 // a cuBLASLt FP8 GEMM of 8192^3 from the same run, and prints one compact table.
-//   fp8dsa_sparse_mla_timing [reps=20] [kernel=fp8|reference|profile] [profile h=64] [cluster|separate]
-// profile: a single launch of the FP8 kernel at h, N=32768 (for ncu), nothing else; h = 128 takes
-// the given HeadPairs path (default: separate).
+//   fp8dsa_sparse_mla_timing [reps=20] [kernel=fp8|reference|profile] [profile h=64] [path]
+// profile: a single launch of the FP8 kernel at h, N=32768 (for ncu), nothing else; path picks
+// h = 128's HeadPairs (cluster|separate) or h < 64's SmallHeads (transposed|padded); default: the
+// default path.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +32,7 @@ namespace {
 // qk_groups 0: the public entry point; otherwise the FP8 kernel instantiation with that many QK^T
 // chains (and, for h < 64 and h = 128, the given path).
 double median_ms(const fp8dsa::SparseMlaParams& p, int reps, int qk_groups = 0,
-                 fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kTransposed,
+                 fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kDefault,
                  fp8dsa::sparse_mla::HeadPairs pairs = fp8dsa::sparse_mla::kDefaultHeadPairs) {
   const auto launch = [&] {
     return qk_groups == 0 ? fp8dsa::sparse_mla_prefill(p)
@@ -69,9 +70,14 @@ int main(int argc, char** argv) {
   const bool reference = argc > 2 && std::strcmp(argv[2], "reference") == 0;
   const bool profile = argc > 2 && std::strcmp(argv[2], "profile") == 0;
   const int profile_heads = argc > 3 ? std::atoi(argv[3]) : 64;
-  const fp8dsa::sparse_mla::HeadPairs profile_pairs = argc > 4 && std::strcmp(argv[4], "cluster") == 0
+  const char* profile_path = argc > 4 ? argv[4] : "";
+  const fp8dsa::sparse_mla::HeadPairs profile_pairs = std::strcmp(profile_path, "cluster") == 0
                                                           ? fp8dsa::sparse_mla::HeadPairs::kCluster
                                                           : fp8dsa::sparse_mla::HeadPairs::kSeparate;
+  const fp8dsa::sparse_mla::SmallHeads profile_small =
+      std::strcmp(profile_path, "transposed") == 0 ? fp8dsa::sparse_mla::SmallHeads::kTransposed
+      : std::strcmp(profile_path, "padded") == 0   ? fp8dsa::sparse_mla::SmallHeads::kPadded
+                                                   : fp8dsa::sparse_mla::SmallHeads::kDefault;
   const int64_t T = 4096;
   const int topk = 2048;
   const int d_qk = 576, d_v = 512;
@@ -131,7 +137,7 @@ int main(int argc, char** argv) {
       p.kernel = reference ? fp8dsa::SparseMlaKernel::kReference : fp8dsa::SparseMlaKernel::kAuto;
       if (profile) {
         const fp8dsa::Status st = fp8dsa::sparse_mla::launch_sparse_mla_fp8(
-            p, fp8dsa::sparse_mla::kDefaultQkGroups, fp8dsa::sparse_mla::SmallHeads::kTransposed, profile_pairs);
+            p, fp8dsa::sparse_mla::kDefaultQkGroups, profile_small, profile_pairs);
         CHECK_CUDA(cudaDeviceSynchronize());
         std::printf("profile launch: %s\n", st.to_string().c_str());
         continue;
@@ -160,10 +166,10 @@ int main(int argc, char** argv) {
       HeadPairs pairs;
     };
     std::vector<Run> runs;
-    runs.push_back({kDefault, 128, SmallHeads::kTransposed, HeadPairs::kCluster});
+    runs.push_back({kDefault, 128, SmallHeads::kDefault, HeadPairs::kCluster});
     for (int groups : {1, 2, 3, 6, 9})
-      for (int h : {128, 64}) runs.push_back({groups, h, SmallHeads::kTransposed, HeadPairs::kSeparate});
-    for (int h : {16, 8}) {
+      for (int h : {128, 64}) runs.push_back({groups, h, SmallHeads::kDefault, HeadPairs::kSeparate});
+    for (int h : {32, 16, 8}) {
       runs.push_back({kDefault, h, SmallHeads::kTransposed, HeadPairs::kSeparate});
       runs.push_back({kDefault, h, SmallHeads::kPadded, HeadPairs::kSeparate});
     }
@@ -173,7 +179,7 @@ int main(int argc, char** argv) {
       std::printf("%-10d %4d %7d %9.3f %8.1f %7.3f%s\n", run.groups, run.h, 32768, ms, tflops,
                   gemm.tflops > 0 ? tflops / gemm.tflops : 0.0,
                   run.h == 128 ? (run.pairs == HeadPairs::kCluster ? " cluster" : " separate")
-                  : !fp8dsa::sparse_mla::has_transposed_kernel(run.h) ? ""
+                  : run.h >= 64                                      ? ""
                   : run.small == SmallHeads::kPadded                ? " padded"
                                                                     : " transposed");
     }

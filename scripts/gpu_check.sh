@@ -62,7 +62,7 @@ fi
 grep -E 'ptxas info|bytes stack frame' "$logs/build.log" >"$logs/ptxas.log" 2>/dev/null || true
 
 if [[ -x $build/fp8dsa_gpu_tests ]]; then
-  step gpu_tests 200 "$build/fp8dsa_gpu_tests"
+  step gpu_tests 260 "$build/fp8dsa_gpu_tests"
 fi
 if [[ -x $build/fp8dsa_cpu_tests ]]; then
   step cpu_tests 90 "$build/fp8dsa_cpu_tests"

@@ -1,13 +1,14 @@
 // Tile sizes and the shared-memory plan of the native FP8 sparse MLA kernel (h = 64 per CTA).
 //
-// One CTA = one (token, 64-head block); h = 128 runs two CTAs per token, independent ones that share
-// rows only through L2, or a 2-CTA cluster in which each CTA gathers half of every tile and copies it
-// into its peer (HeadPairs in fp8_launch.h). Three warpgroups: a producer that gathers KV rows with cp.async into a ring of
-// K-major tiles, and two consumers that take alternate 64-key tiles (tile 2p and 2p + 1 of pair p):
-// each computes S = Q K^T for its tile, transposes its tile's first 512 columns into V^T, and then
-// both multiply the two tiles' P by V^T on their half of d_v (P.V needs V^T because 8-bit wgmma
-// has no transpose: both operands must be K-major). Shared memory: Q 36 KB + 3 K stages 108 KB +
-// 2 V^T 64 KB + 2 P 8 KB = 216 KB of the 227 KB, which is what caps the gather ring at 3 stages.
+// One CTA = one (token, 64-head block); h = 128 runs two CTAs per token, independent ones that
+// share rows only through L2, or a 2-CTA cluster in which each CTA gathers half of every tile and
+// copies it into its peer (HeadPairs in fp8_launch.h). Three warpgroups: a producer that gathers KV
+// rows with cp.async into a ring of K-major tiles, and two consumers that take alternate 64-key
+// tiles (tile 2p and 2p + 1 of pair p): each computes S = Q K^T for its tile, transposes its tile's
+// first 512 columns into V^T, and then both multiply the two tiles' P by V^T on their half of d_v
+// (P.V needs V^T because 8-bit wgmma has no transpose: both operands must be K-major). Shared
+// memory: Q 36 KB + 3 K stages 108 KB + 2 V^T 64 KB + 2 P 8 KB = 216 KB of the 227 KB, which is
+// what caps the gather ring at 3 stages.
 #pragma once
 
 #include <cstdint>

@@ -196,7 +196,8 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
         hopper::fence_proxy_async_smem();  // cp.async wrote the rows; the bulk copy reads them
         const uint32_t peer = rank ^ 1u;
         const uint32_t peer_full = hopper::peer_address(hopper::smem_address(&full[stage]), peer);
-        const uint32_t rows = k_tile + (rank * kClusterHalfRows + (thread / 32) * kClusterRowsPerWarp) * C::kSwizzleBytes;
+        const int first_row = static_cast<int>(rank) * kClusterHalfRows + (thread / 32) * kClusterRowsPerWarp;
+        const uint32_t rows = k_tile + first_row * C::kSwizzleBytes;
 #pragma unroll
         for (int atom = 0; atom < C::kDqk / static_cast<int>(C::kSwizzleBytes); ++atom) {
           const uint32_t src = rows + atom * C::kKeysPerTile * C::kSwizzleBytes;

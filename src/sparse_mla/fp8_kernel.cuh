@@ -124,9 +124,10 @@ struct PipelineBarriers {
 // [32r, 32r + 32) with cp.async, and each producer warp, once its 8 rows have landed, copies them
 // into the peer's ring with one bulk copy per 64-byte column atom (a warp's rows are contiguous
 // there: 9 x 512 bytes), completing on the peer's full barrier. Each row then crosses L2 -> SM once
-// instead of twice, at the price of a shared-memory read of the half being sent. A stage is free
-// when both CTAs' consumers have released it: each producer sees its own consumer's release
-// (`released`) and reports it to both CTAs' `empty`, off the consumers' path.
+// instead of twice, at the price of a shared-memory read of the half being sent. A producer gathers
+// into its own stage once its own consumer has released it (`released`), and reports that release
+// to both CTAs' `empty`, off the consumers' path; it copies to the peer once `empty` shows that both
+// consumers are done.
 constexpr int kClusterHalfRows = Fp8Config::kKeysPerTile / 2;
 constexpr uint32_t kClusterHalfAtomBytes = kClusterHalfRows * Fp8Config::kSwizzleBytes;
 constexpr uint32_t kClusterHalfTileBytes = Fp8Config::kKTileBytes / 2;
@@ -165,16 +166,19 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
       const int pos = tile * C::kKeysPerTile + (first_pass + pass) * kGatherRowsPerPass + row_in_pass;
       idx[pass] = pos < length ? __ldg(indices + pos) : -1;
     }
+    const uint32_t parity = ((tile / C::kNumKStages) - 1) & 1;
     if (tile >= C::kNumKStages) {
-      const uint32_t parity = ((tile / C::kNumKStages) - 1) & 1;
       if constexpr (kCluster == 2) {
+        // The own half may overwrite the stage once the own consumer is done with it; the copy to
+        // the peer waits for the peer's consumer below.
         wait_barrier(&bars.released[stage], parity);
         if (thread == 0) {
           hopper::mbarrier_arrive(&empty[stage]);
           hopper::mbarrier_arrive_cluster(hopper::peer_address(hopper::smem_address(&empty[stage]), rank ^ 1u));
         }
+      } else {
+        wait_barrier(&empty[stage], parity);
       }
-      wait_barrier(&empty[stage], parity);
     }
     const uint32_t k_tile = smem + L::kKOffset + stage * C::kKTileBytes;
     // The peer's half arrives as transaction bytes on full[stage] (possibly before this arrival:
@@ -188,9 +192,10 @@ __device__ __forceinline__ void producer(const Fp8KernelParams& p, uint32_t smem
     }
     hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
     if constexpr (kCluster == 2) {
-      // This warp's rows to the peer, once they have landed.
+      // This warp's rows to the peer, once they have landed and the peer's stage is free.
       hopper::cp_async_commit_group();
       hopper::cp_async_wait_group<0>();
+      if (tile >= C::kNumKStages) wait_barrier(&empty[stage], parity);
       __syncwarp();
       if (thread % 32 == 0) {
         hopper::fence_proxy_async_smem();  // cp.async wrote the rows; the bulk copy reads them

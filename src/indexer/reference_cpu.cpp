@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "core/load_element.h"
+#include "core/reference_math.h"
 #include "core/parallel_for.h"
 #include "fp8dsa/fp8.h"
 
@@ -43,18 +43,6 @@ DequantisedInputs dequantise(const IndexerParams& p) {
     }
   });
   return in;
-}
-
-// Four independent partial sums: with e4m3 inputs every product and partial sum is exact in f64, so
-// the order does not change the result, and the independent chains let the compiler vectorise.
-double dot_product(const double* a, const double* b, int64_t n) {
-  double acc[4] = {0.0, 0.0, 0.0, 0.0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int j = 0; j < 4; ++j) acc[j] += a[i + j] * b[i + j];
-  }
-  for (; i < n; ++i) acc[0] += a[i] * b[i];
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 // Scores token t against every key of its range; calls emit(s, logit) for each.

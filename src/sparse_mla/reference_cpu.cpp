@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "core/load_element.h"
+#include "core/reference_math.h"
 #include "core/parallel_for.h"
 #include "fp8dsa/fp8.h"
 
@@ -15,16 +15,6 @@ namespace fp8dsa::reference {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double dot_product(const double* a, const double* b, int64_t n) {
-  double acc[4] = {0.0, 0.0, 0.0, 0.0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int j = 0; j < 4; ++j) acc[j] += a[i + j] * b[i + j];
-  }
-  for (; i < n; ++i) acc[0] += a[i] * b[i];
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
 
 // Per (token, head) results, packed [T, h] and [T, h, d_v].
 struct Results {

@@ -62,9 +62,17 @@ void make_problem(const IndexerCase& c, uint64_t seed, IndexerProblem* pr) {
   }
 }
 
-// The cells the kernel owns: the clamped [ks, ke) of each row, or all N columns with fill_masked.
-std::function<bool(size_t)> owned_cells(const IndexerProblem& pr) {
-  return indexer_test::owned_cells(pr, pr.host.fill_masked);
+// Runs the reference kernel twice on poisoned logits (bitwise equal), checks that it wrote exactly
+// the cells it owns (the clamped [ks, ke) of each row, or all N columns with fill_masked), and
+// returns the logits in *got.
+void run_and_check_coverage(IndexerProblem& pr, std::vector<float>* got) {
+  ASSERT_TRUE(testing::reruns_bitwise_equal(
+      [&] { return reference::indexer_logits_gpu(pr.device); },
+      {testing::rerun_output(pr.d_logits, "logits")}));
+  *got = pr.d_logits.download();
+  const auto owned = indexer_test::owned_cells(pr, pr.host.fill_masked);
+  EXPECT_TRUE(testing::all_written(*got, owned, "logits"));
+  EXPECT_TRUE(testing::untouched_outside(*got, owned, "logits"));
 }
 
 void run_case(const IndexerCase& c, uint64_t seed) {
@@ -76,14 +84,9 @@ void run_case(const IndexerCase& c, uint64_t seed) {
   std::vector<double> ref;
   FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
 
-  ASSERT_TRUE(testing::reruns_bitwise_equal(
-      [&] { return reference::indexer_logits_gpu(pr.device); },
-      {testing::rerun_output(pr.d_logits, "logits")}));
-  const std::vector<float> got = pr.d_logits.download();
-
-  const auto owned = owned_cells(pr);
-  EXPECT_TRUE(testing::all_written(got, owned, "logits"));
-  EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
+  std::vector<float> got;
+  run_and_check_coverage(pr, &got);
+  if (::testing::Test::HasFatalFailure()) return;
 
   const testing::IndexerCheck check = testing::check_indexer_logits(
       got.data(), pr.host.ldl, ref.data(), c.num_tokens, c.num_keys, pr.ks.data(),
@@ -156,13 +159,9 @@ TEST(IndexerReferenceGpu, CachePrefixBatchSampledTokens) {
   IndexerProblem pr;
   indexer_test::make_problem(shape_of(IndexerCase{"cache_prefix", T, N, 32}), ks, ke, 4000, &pr);
 
-  ASSERT_TRUE(testing::reruns_bitwise_equal(
-      [&] { return reference::indexer_logits_gpu(pr.device); },
-      {testing::rerun_output(pr.d_logits, "logits")}));
-  const std::vector<float> got = pr.d_logits.download();
-  const auto owned = owned_cells(pr);
-  EXPECT_TRUE(testing::all_written(got, owned, "logits"));
-  EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
+  std::vector<float> got;
+  run_and_check_coverage(pr, &got);
+  if (::testing::Test::HasFatalFailure()) return;
 
   for (int64_t t0 : {int64_t{0}, int64_t{63}, int64_t{64}, int64_t{100}, T - 16, T - 1}) {
     IndexerParams sample = pr.host;

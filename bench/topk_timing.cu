@@ -11,8 +11,10 @@
 
 #include <cuda_runtime.h>
 
-#include "core/cuda_check.h"
+#include "device_data.h"
 #include "fp8dsa/topk.h"
+#include "timing.h"
+#include "tool_support.h"
 #include "topk/launch.h"
 #include "topk_baseline.h"
 
@@ -21,33 +23,6 @@ namespace {
 constexpr int kTopk = 2048;
 constexpr int kIters = 15;
 constexpr int kWarmup = 3;
-
-#define CHECK_CUDA(expr)                                                                  \
-  do {                                                                                    \
-    cudaError_t e_ = (expr);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-__device__ uint32_t hash32(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
-}
-
-// Roughly normal scores (Box-Muller on two 24-bit uniforms), like indexer logits.
-__global__ void fill_normal(float* out, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const float u1 = (static_cast<float>(hash32(seed * 0x9E3779B97F4A7C15ull + 2 * i) >> 8) + 1.0f) * (1.0f / 16777216.0f);
-    const float u2 = static_cast<float>(hash32(seed * 0x9E3779B97F4A7C15ull + 2 * i + 1) >> 8) * (1.0f / 16777216.0f);
-    out[i] = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-  }
-}
 
 struct Shape {
   int64_t rows;
@@ -60,30 +35,21 @@ struct Candidate {
   bool sorted = false;
 };
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
+// Median milliseconds of launch(set) over rotating input sets (the benchmark's timing loop).
 template <typename Launch>
 float time_ms(int sets, Launch launch) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < kWarmup; ++i) launch(i % sets);
-  std::vector<float> ms;
-  for (int i = 0; i < kIters; ++i) {
-    CHECK_CUDA(cudaEventRecord(start));
-    launch(i % sets);
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  return median(ms);
+  fp8dsa::bench::TimingConfig config;
+  config.warmup = kWarmup;
+  config.reps = kIters;
+  fp8dsa::bench::Timing timing;
+  FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::time_launches(
+      nullptr, sets, config,
+      [&](int set) {
+        launch(set);
+        return fp8dsa::Status::ok();
+      },
+      &timing));
+  return static_cast<float>(timing.median_ms);
 }
 
 // Rows whose index sets differ (order ignored).
@@ -107,16 +73,16 @@ void run_shape(const Shape& shape, bool with_baseline) {
   const int sets = static_cast<int>(std::clamp<size_t>((size_t{400} << 20) / (n * 4) + 1, 2, 64));
   std::vector<float*> logits(sets);
   for (int s = 0; s < sets; ++s) {
-    CHECK_CUDA(cudaMalloc(&logits[s], n * 4));
-    fill_normal<<<4096, 256>>>(logits[s], n, 1234 + s);
+    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&logits[s], n * 4));
+    FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::fill_random_normal(logits[s], n, 1234 + s, 1.0f, nullptr));
   }
   int32_t *ks, *ke, *indices;
-  CHECK_CUDA(cudaMalloc(&ks, shape.rows * 4));
-  CHECK_CUDA(cudaMalloc(&ke, shape.rows * 4));
-  CHECK_CUDA(cudaMalloc(&indices, shape.rows * kTopk * 4));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ks, shape.rows * 4));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ke, shape.rows * 4));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&indices, shape.rows * kTopk * 4));
   std::vector<int32_t> zeros(shape.rows, 0), ends(shape.rows, static_cast<int32_t>(shape.keys));
-  CHECK_CUDA(cudaMemcpy(ks, zeros.data(), shape.rows * 4, cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(ke, ends.data(), shape.rows * 4, cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ks, zeros.data(), shape.rows * 4, cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ke, ends.data(), shape.rows * 4, cudaMemcpyHostToDevice));
 
   TopkParams base;
   base.num_rows = shape.rows;
@@ -127,7 +93,7 @@ void run_shape(const Shape& shape, bool with_baseline) {
   base.indices = indices;
   base = base.resolved();
   const size_t ws_bytes = std::max<size_t>(topk_workspace_bytes(base), 256);
-  CHECK_CUDA(cudaMalloc(&base.workspace, ws_bytes));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&base.workspace, ws_bytes));
   base.workspace_bytes = ws_bytes;
 
   const topk_impl::LaunchConfig chosen = topk_impl::choose_launch(base);
@@ -163,11 +129,11 @@ void run_shape(const Shape& shape, bool with_baseline) {
         std::exit(1);
       }
     };
-    CHECK_CUDA(cudaMemset(indices, 0xFF, shape.rows * kTopk * 4));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemset(indices, 0xFF, shape.rows * kTopk * 4));
     launch(0);
-    CHECK_CUDA(cudaDeviceSynchronize());
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::vector<int32_t> got(shape.rows * kTopk);
-    CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
     int64_t bad = 0;
     if (reference.empty()) {
       reference = got;
@@ -188,14 +154,14 @@ void run_shape(const Shape& shape, bool with_baseline) {
     const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.keys);
     const size_t cub_bytes = bench::cub_sort_topk_workspace_bytes(rows, cols, kTopk);
     void* cub_ws = nullptr;
-    CHECK_CUDA(cudaMalloc(&cub_ws, cub_bytes));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&cub_ws, cub_bytes));
     auto launch = [&](int s) {
-      CHECK_CUDA(bench::cub_sort_topk(logits[s], cols, rows, cols, kTopk, indices, cub_ws, cub_bytes, nullptr));
+      FP8DSA_TOOL_CHECK_CUDA(bench::cub_sort_topk(logits[s], cols, rows, cols, kTopk, indices, cub_ws, cub_bytes, nullptr));
     };
     launch(0);
-    CHECK_CUDA(cudaDeviceSynchronize());
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::vector<int32_t> got(shape.rows * kTopk);
-    CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(got.data(), indices, got.size() * 4, cudaMemcpyDeviceToHost));
     const int64_t bad = differing_rows(reference, got, shape.rows);
     const float ms = time_ms(sets, launch);
     char line[256];
@@ -204,13 +170,13 @@ void run_shape(const Shape& shape, bool with_baseline) {
                   static_cast<long long>(bad));
     std::printf("%s\n", line);
     g_summary.push_back(line);
-    CHECK_CUDA(cudaFree(cub_ws));
+    FP8DSA_TOOL_CHECK_CUDA(cudaFree(cub_ws));
   }
-  for (float* l : logits) CHECK_CUDA(cudaFree(l));
-  CHECK_CUDA(cudaFree(ks));
-  CHECK_CUDA(cudaFree(ke));
-  CHECK_CUDA(cudaFree(indices));
-  CHECK_CUDA(cudaFree(base.workspace));
+  for (float* l : logits) FP8DSA_TOOL_CHECK_CUDA(cudaFree(l));
+  FP8DSA_TOOL_CHECK_CUDA(cudaFree(ks));
+  FP8DSA_TOOL_CHECK_CUDA(cudaFree(ke));
+  FP8DSA_TOOL_CHECK_CUDA(cudaFree(indices));
+  FP8DSA_TOOL_CHECK_CUDA(cudaFree(base.workspace));
 }
 
 }  // namespace

@@ -16,48 +16,18 @@
 #include <string>
 #include <vector>
 
-#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "device_data.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/scorers.h"
+#include "timing.h"
+#include "tool_support.h"
 
 namespace fp8dsa {
 namespace {
 
 constexpr double kGemmTflops = 1439.0;
-
-#define CHECK_CUDA(expr)                                                                  \
-  do {                                                                                    \
-    const cudaError_t err_ = (expr);                                                      \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-__device__ uint32_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
-}
-
-__global__ void fill_e4m3(uint8_t* out, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const float u = (mix(seed * 0x9E3779B97F4A7C15ULL + i) >> 8) * (1.0f / 16777216.0f);
-    out[i] = __nv_fp8_e4m3(4.0f * u - 2.0f).__x;
-  }
-}
-
-__global__ void fill_f32(float* out, size_t n, uint64_t seed, float lo, float hi) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const float u = (mix(seed * 0x9E3779B97F4A7C15ULL + i) >> 8) * (1.0f / 16777216.0f);
-    out[i] = lo + (hi - lo) * u;
-  }
-}
 
 struct Buffers {
   uint8_t* q = nullptr;
@@ -73,18 +43,18 @@ constexpr int64_t kMaxT = 16384, kMaxN = 131072, kMaxH = 64, kD = 128;
 
 Buffers allocate() {
   Buffers b;
-  CHECK_CUDA(cudaMalloc(&b.q, kMaxT * kMaxH * kD));
-  CHECK_CUDA(cudaMalloc(&b.k, kMaxN * kD));
-  CHECK_CUDA(cudaMalloc(&b.w, kMaxT * kMaxH * sizeof(float)));
-  CHECK_CUDA(cudaMalloc(&b.k_scale, kMaxN * sizeof(float)));
-  CHECK_CUDA(cudaMalloc(&b.logits, kMaxT * kMaxN * sizeof(float)));
-  CHECK_CUDA(cudaMalloc(&b.ks, kMaxT * sizeof(int32_t)));
-  CHECK_CUDA(cudaMalloc(&b.ke, kMaxT * sizeof(int32_t)));
-  fill_e4m3<<<1024, 256>>>(b.q, kMaxT * kMaxH * kD, 1);
-  fill_e4m3<<<1024, 256>>>(b.k, kMaxN * kD, 2);
-  fill_f32<<<1024, 256>>>(b.w, kMaxT * kMaxH, 3, -1.0f, 1.0f);
-  fill_f32<<<1024, 256>>>(b.k_scale, kMaxN, 4, 0.5f, 1.5f);
-  CHECK_CUDA(cudaDeviceSynchronize());
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.q, kMaxT * kMaxH * kD));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.k, kMaxN * kD));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.w, kMaxT * kMaxH * sizeof(float)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.k_scale, kMaxN * sizeof(float)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.logits, kMaxT * kMaxN * sizeof(float)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.ks, kMaxT * sizeof(int32_t)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.ke, kMaxT * sizeof(int32_t)));
+  FP8DSA_TOOL_CHECK_OK(bench::fill_random_e4m3(b.q, kMaxT * kMaxH * kD, 1, 2.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(bench::fill_random_e4m3(b.k, kMaxN * kD, 2, 2.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(bench::fill_random_uniform(b.w, kMaxT * kMaxH, 3, -1.0f, 1.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(bench::fill_random_uniform(b.k_scale, kMaxN, 4, 0.5f, 1.5f, nullptr));
+  FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
   return b;
 }
 
@@ -98,8 +68,8 @@ double set_bounds(const Buffers& b, int64_t T, int64_t N, bool* causal) {
     ke[t] = static_cast<int32_t>(*causal ? N - T + t + 1 : N);
     pairs += ke[t] - ks[t];
   }
-  CHECK_CUDA(cudaMemcpy(b.ks, ks.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(b.ke, ke.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(b.ks, ks.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(b.ke, ke.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
   return pairs;
 }
 
@@ -119,34 +89,20 @@ IndexerParams params_for(const Buffers& b, int64_t T, int64_t N, int H) {
   return p.resolved();
 }
 
-// Median milliseconds of `launch` (returns false on a failed launch).
+// Median milliseconds of `launch`: one probe launch, then 10 timed launches after one warm-up (3
+// when the probe took over 200 ms), with the benchmark's timing loop.
 template <class Launch>
 double time_ms(Launch&& launch) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  auto one = [&]() {
-    CHECK_CUDA(cudaEventRecord(start));
-    const Status st = launch();
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "launch failed: %s\n", st.to_string().c_str());
-      std::exit(1);
-    }
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    return static_cast<double>(ms);
+  const auto run = [&](int warmup, int reps) {
+    bench::TimingConfig config;
+    config.warmup = warmup;
+    config.reps = reps;
+    bench::Timing timing;
+    FP8DSA_TOOL_CHECK_OK(bench::time_launches(nullptr, 1, config, [&](int) { return launch(); }, &timing));
+    return timing.median_ms;
   };
-  const double first = one();
-  one();
-  const int reps = first > 200.0 ? 3 : 10;
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) times.push_back(one());
-  std::sort(times.begin(), times.end());
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  return times[times.size() / 2];
+  const double probe = run(0, 1);
+  return run(1, probe > 200.0 ? 3 : 10);
 }
 
 double tflops(double pairs, int H, double ms) { return 2.0 * H * kD * pairs / (ms * 1e-3) / 1e12; }

@@ -17,50 +17,25 @@
 #include "fp8dsa/sparse_mla.h"
 #include "gemm_yardstick.h"
 #include "sparse_mla/fp8_launch.h"
+#include "timing.h"
+#include "tool_support.h"
 
 namespace {
-
-#define CHECK_CUDA(expr)                                                                        \
-  do {                                                                                          \
-    cudaError_t e_ = (expr);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                          \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 // qk_groups 0: the public entry point; otherwise the FP8 kernel instantiation with that many QK^T
 // chains (and, for h < 64 and h = 128, the given path).
 double median_ms(const fp8dsa::SparseMlaParams& p, int reps, int qk_groups = 0,
                  fp8dsa::sparse_mla::SmallHeads small = fp8dsa::sparse_mla::SmallHeads::kDefault,
                  fp8dsa::sparse_mla::HeadPairs pairs = fp8dsa::sparse_mla::kDefaultHeadPairs) {
-  const auto launch = [&] {
+  const auto launch = [&](int) {
     return qk_groups == 0 ? fp8dsa::sparse_mla_prefill(p)
                           : fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, qk_groups, small, pairs);
   };
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) {
-    const fp8dsa::Status st = launch();
-    if (!st.is_ok()) {
-      std::fprintf(stderr, "%s\n", st.to_string().c_str());
-      std::exit(1);
-    }
-  }
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    (void)launch();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    CHECK_CUDA(cudaEventElapsedTime(&ms[i], a, b));
-  }
-  CHECK_CUDA(cudaDeviceSynchronize());
-  std::sort(ms.begin(), ms.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms[reps / 2];
+  fp8dsa::bench::TimingConfig config;
+  config.reps = reps;
+  fp8dsa::bench::Timing timing;
+  FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::time_launches(nullptr, 1, config, launch, &timing));
+  return timing.median_ms;
 }
 
 }  // namespace
@@ -100,14 +75,14 @@ int main(int argc, char** argv) {
   int32_t* d_idx;
   void* d_out;
   float *d_lse, *d_max;
-  CHECK_CUDA(cudaMalloc(&d_q, q.size()));
-  CHECK_CUDA(cudaMalloc(&d_kv, kv.size()));
-  CHECK_CUDA(cudaMalloc(&d_idx, T * topk * sizeof(int32_t)));
-  CHECK_CUDA(cudaMalloc(&d_out, T * max_h * d_v * 2));
-  CHECK_CUDA(cudaMalloc(&d_lse, T * max_h * sizeof(float)));
-  CHECK_CUDA(cudaMalloc(&d_max, T * max_h * sizeof(float)));
-  CHECK_CUDA(cudaMemcpy(d_q, q.data(), q.size(), cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_q, q.size()));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_kv, kv.size()));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_idx, T * topk * sizeof(int32_t)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_out, T * max_h * d_v * 2));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_lse, T * max_h * sizeof(float)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_max, T * max_h * sizeof(float)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_q, q.data(), q.size(), cudaMemcpyHostToDevice));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_kv, kv.data(), kv.size(), cudaMemcpyHostToDevice));
 
   // The timed problem: T tokens, topk keys each over n cache rows, h heads.
   const auto params_for = [&](int64_t n, int h) {
@@ -129,7 +104,7 @@ int main(int argc, char** argv) {
 
   for (int64_t n : {8192, 32768, 65536, 131072}) {
     const std::vector<int32_t> idx = fp8dsa::testing::random_indices(T, topk, n, 3 + n, 0.0, true);
-    CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int h : {128, 64, 32, 16}) {
       if ((reference || profile) && n != 32768) continue;
       if (profile && h != profile_heads) continue;
@@ -138,7 +113,7 @@ int main(int argc, char** argv) {
       if (profile) {
         const fp8dsa::Status st = fp8dsa::sparse_mla::launch_sparse_mla_fp8(
             p, fp8dsa::sparse_mla::kDefaultQkGroups, profile_small, profile_pairs);
-        CHECK_CUDA(cudaDeviceSynchronize());
+        FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
         std::printf("profile launch: %s\n", st.to_string().c_str());
         continue;
       }
@@ -152,7 +127,7 @@ int main(int argc, char** argv) {
   // The QK^T chain count (accuracy / speed tradeoff, see fp8_launch.h) at N = 32K.
   if (!reference && !profile) {
     const std::vector<int32_t> idx = fp8dsa::testing::random_indices(T, topk, 32768, 7, 0.0, true);
-    CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), idx.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     std::printf("QK^T chains (default %d) at N=32768 (h < 64: the transposed kernel, then the padded one; h = 128: "
                 "the 2-CTA cluster (default chains only), then separate CTAs, the default):\n"
                 "%-10s %4s %7s %9s %8s %7s\n",

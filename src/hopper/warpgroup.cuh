@@ -53,4 +53,10 @@ __device__ __forceinline__ uint32_t smem_address(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
 
+// Dynamic shared memory is only guaranteed 16-byte aligned: the first byte at or after `p` on a
+// 1024-byte boundary, where swizzle patterns (and so wgmma / TMA tiles) start.
+__device__ __forceinline__ uint8_t* align_to_swizzle_atom(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t{1023});
+}
+
 }  // namespace fp8dsa::hopper

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = hopper::align_to_swizzle_atom(smem_raw);
   uint8_t* k_smem = smem;
   uint8_t* q_smem = smem + Cfg::kTileBytes;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);

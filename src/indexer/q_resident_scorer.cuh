@@ -75,8 +75,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
-  // Dynamic shared memory is only guaranteed 16-byte aligned: round up to the swizzle boundary.
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  uint8_t* smem = hopper::align_to_swizzle_atom(smem_raw);
   uint8_t* q_smem = smem;
   uint8_t* k_smem = smem + Cfg::kQBytes;
   int2* bounds = reinterpret_cast<int2*>(smem + Cfg::kBoundsOffset);

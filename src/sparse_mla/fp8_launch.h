@@ -35,9 +35,8 @@ enum class HeadPairs { kSeparate, kCluster };
 constexpr HeadPairs kDefaultHeadPairs = HeadPairs::kSeparate;
 
 // Launches it on params.stream. Expects validate(params) to have passed. qk_groups other than the
-// default, SmallHeads::kPadded and HeadPairs::kSeparate are for tests and tuning (the transposed
-// kernel and the cluster kernel are built for the default qk_groups only: other qk_groups need
-// HeadPairs::kSeparate where h is a multiple of 128).
+// default, SmallHeads other than kDefault and HeadPairs::kCluster are for tests and tuning (the
+// transposed kernel and the cluster kernel are built for the default qk_groups only).
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups = kDefaultQkGroups,
                              SmallHeads small_heads = SmallHeads::kDefault,
                              HeadPairs head_pairs = kDefaultHeadPairs);
@@ -45,7 +44,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, int qk_groups = kDef
 // The 2-CTA cluster kernel (launch_cluster.cu); blocks is even.
 Status launch_fp8_cluster(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream);
 
-// The transposed-orientation kernel for h in {8, 16} (launch_small_heads.cu).
+// The transposed-orientation kernel for h in {8, 16, 32} (launch_small_heads.cu).
 Status launch_fp8_small_heads(const Fp8KernelParams& params, int num_heads, unsigned blocks, cudaStream_t stream);
 
 // One per instantiation (launch_g<N>.cu).

@@ -8,20 +8,23 @@
 
 namespace fp8dsa::sparse_mla {
 
+namespace {
+
+template <int kH>
+Status launch_for(const Fp8KernelParams& params, unsigned blocks, cudaStream_t stream) {
+  const std::string name = "sparse_mla_fp8_small_heads_kernel<" + std::to_string(kH) + ">";
+  return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<kH, kDefaultQkGroups>,
+                                 SmallHeadsConfig<kH>::kSmemAlloc, name.c_str(), params, blocks, stream);
+}
+
+}  // namespace
+
 Status launch_fp8_small_heads(const Fp8KernelParams& params, int num_heads, unsigned blocks, cudaStream_t stream) {
-  constexpr int kG = kDefaultQkGroups;
   switch (num_heads) {
-    case 8:
-      return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<8, kG>, SmallHeadsConfig<8>::kSmemAlloc,
-                                     "sparse_mla_fp8_small_heads_kernel<8>", params, blocks, stream);
-    case 16:
-      return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<16, kG>, SmallHeadsConfig<16>::kSmemAlloc,
-                                     "sparse_mla_fp8_small_heads_kernel<16>", params, blocks, stream);
-    case 32:
-      return launch_warp_specialised(sparse_mla_fp8_small_heads_kernel<32, kG>, SmallHeadsConfig<32>::kSmemAlloc,
-                                     "sparse_mla_fp8_small_heads_kernel<32>", params, blocks, stream);
-    default:
-      break;
+    case 8: return launch_for<8>(params, blocks, stream);
+    case 16: return launch_for<16>(params, blocks, stream);
+    case 32: return launch_for<32>(params, blocks, stream);
+    default: break;
   }
   return invalid_argument("sparse_mla fp8: no transposed kernel for num_heads " + std::to_string(num_heads) +
                           " (8, 16, 32)");

@@ -21,6 +21,7 @@ struct Results {
   std::vector<double> out;
   std::vector<double> lse;
   std::vector<double> max_logits;
+  SparseMlaScoreSpread spread;
 };
 
 Status compute(const SparseMlaParams& p, Results* r) {
@@ -62,16 +63,25 @@ Status compute(const SparseMlaParams& p, Results* r) {
   r->out.assign(static_cast<size_t>(T * h * d_v), 0.0);
   r->lse.assign(static_cast<size_t>(T * h), kInf);
   r->max_logits.assign(static_cast<size_t>(T * h), -kInf);
+  r->spread.std.assign(static_cast<size_t>(T * h), 0.0);
+  r->spread.max_abs.assign(static_cast<size_t>(T * h), 0.0);
   parallel_for(0, T * h, [&](int64_t th) {
     const std::vector<int32_t>& keys = valid[th / h];
     if (keys.empty()) return;  // out 0, lse +inf, max_logits -inf
     const double* q_th = q.data() + th * d_qk;
     std::vector<double> s(keys.size());
-    double max_s = -kInf;
+    double max_s = -kInf, sum_s = 0.0, max_abs = 0.0;
     for (size_t j = 0; j < keys.size(); ++j) {
       s[j] = scale * dot_product(q_th, kv.data() + keys[j] * d_qk, d_qk);
       max_s = std::max(max_s, s[j]);
+      sum_s += s[j];
+      max_abs = std::max(max_abs, std::abs(s[j]));
     }
+    const double mean_s = sum_s / static_cast<double>(keys.size());
+    double var = 0.0;
+    for (double x : s) var += (x - mean_s) * (x - mean_s);
+    r->spread.std[th] = std::sqrt(var / static_cast<double>(keys.size()));
+    r->spread.max_abs[th] = max_abs;
     double sum = 0.0;
     for (double& x : s) {
       x = std::exp(x - max_s);
@@ -115,7 +125,8 @@ Status sparse_mla_cpu(const SparseMlaParams& params) {
 }
 
 Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* out,
-                          std::vector<double>* lse, std::vector<double>* max_logits) {
+                          std::vector<double>* lse, std::vector<double>* max_logits,
+                          SparseMlaScoreSpread* spread) {
   // The f32/bf16 outputs are not used here; stand in dummies so that validate() checks the rest.
   alignas(256) static float unused_output[1];
   SparseMlaParams checked = params;
@@ -127,6 +138,7 @@ Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* ou
   if (out != nullptr) *out = std::move(r.out);
   if (lse != nullptr) *lse = std::move(r.lse);
   if (max_logits != nullptr) *max_logits = std::move(r.max_logits);
+  if (spread != nullptr) *spread = std::move(r.spread);
   return Status::ok();
 }
 

@@ -181,6 +181,10 @@ TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const fl
   return check_topk_impl(indices, ld_indices, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
 }
 
+double spec6_score_bound(double score_std, double max_abs_score) {
+  return score_std <= 3.0 ? 2e-3 : 2.5e-4 * max_abs_score + 1e-3;
+}
+
 SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<double>& ref_out,
                                 const std::vector<double>& ref_lse,
                                 const std::vector<double>& ref_max_logits, int64_t num_tokens,
@@ -225,9 +229,18 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
       }
       const double lse_err = std::abs(lse - ref_lse[th]);
       const double max_err = std::abs(max_logit - ref_max_logits[th]);
-      // NaN errors must fail, hence the negated comparisons.
-      const bool lse_ok = lse_err <= tol.max_lse_error;
-      const bool max_ok = max_err <= tol.max_max_logits_error + 1e-5 * std::abs(ref_max_logits[th]);
+      // NaN errors must fail, hence the comparisons written as "within".
+      const bool by_spread = tol.row_score_std != nullptr && tol.row_score_max_abs != nullptr;
+      const double lse_limit = by_spread ? spec6_score_bound((*tol.row_score_std)[th], (*tol.row_score_max_abs)[th])
+                                         : tol.max_lse_error;
+      const double max_limit = by_spread ? lse_limit
+                                         : tol.max_max_logits_error + 1e-5 * std::abs(ref_max_logits[th]);
+      const bool lse_ok = lse_err <= lse_limit;
+      const bool max_ok = got.max_logits == nullptr || max_err <= max_limit;
+      c.worst_bound_ratio = std::max({c.worst_bound_ratio, std::isnan(lse_err) ? INFINITY : lse_err / lse_limit,
+                                      got.max_logits == nullptr ? 0.0
+                                      : std::isnan(max_err)     ? INFINITY
+                                                                : max_err / max_limit});
       c.max_lse_error = std::max(c.max_lse_error, std::isnan(lse_err) ? INFINITY : lse_err);
       c.max_max_logits_error = std::max(c.max_max_logits_error, std::isnan(max_err) ? INFINITY : max_err);
       if (!lse_ok || !max_ok) {
@@ -254,7 +267,7 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
     << "), max lse error " << c.max_lse_error << " (limit " << tol.max_lse_error << "), max max_logits error "
     << c.max_max_logits_error << ", empty rows " << c.empty_rows << " (convention mismatches "
     << c.convention_mismatches << "), non-finite out " << c.non_finite_out << ", lse/max failures "
-    << c.lse_failures << failures.str();
+    << c.lse_failures << " (worst error / limit " << c.worst_bound_ratio << ")" << failures.str();
   c.description = d.str();
   return c;
 }

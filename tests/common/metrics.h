@@ -79,7 +79,14 @@ struct SparseMlaTolerance {
   double min_cosine = 0.999;
   double max_lse_error = 2e-3;         // absolute
   double max_max_logits_error = 2e-3;  // absolute, plus 1e-5 * |ref|
+  // SPEC 6's bound on lse and max_logits by the spread of each row's scores (reference::
+  // SparseMlaScoreSpread, one entry per row): when set it replaces the two limits above.
+  const std::vector<double>* row_score_std = nullptr;
+  const std::vector<double>* row_score_max_abs = nullptr;
 };
+
+// SPEC 6: 2e-3 where the scores' standard deviation across keys is <= 3, else 2.5e-4 * max|s| + 1e-3.
+double spec6_score_bound(double score_std, double max_abs_score);
 
 struct SparseMlaCheck {
   double rel_l2 = 0.0;   // ||got - ref|| / ||ref|| over all of out (0 when both are zero)
@@ -90,6 +97,7 @@ struct SparseMlaCheck {
   int64_t convention_mismatches = 0;   // such a row without out == 0, lse == +inf, max == -inf
   int64_t non_finite_out = 0;          // NaN / inf in out
   int64_t lse_failures = 0;            // finite-reference rows with lse (or max_logits) out of tolerance
+  double worst_bound_ratio = 0.0;      // max over rows of error / limit (lse and max_logits; <= 1 passes)
   bool passed = false;
   std::string description;
 };

@@ -1,0 +1,50 @@
+// Sparse MLA inputs shaped like a real prefill, for the tests and the benchmark (uniform random data
+// flatters sparse attention: it gives flat softmaxes, unrelated neighbouring selections and no
+// locality). One causal sequence: T new tokens at the end of an N-row latent cache.
+//
+// - Selections: each token keeps the topk visible keys of highest relevance |u_j . v_t| plus a bonus
+//   for its most recent keys, in descending relevance order (the order a real top-k returns). The
+//   token factor v_t drifts slowly with t, so neighbouring tokens select mostly the same rows.
+// - Values: kv rows and queries share the low-rank factors (kv_j ~ A u_j, q_th ~ A w_th with w_th the
+//   token factor plus a per-head perturbation, plus noise), so attention concentrates on the keys the
+//   selection ranks highest. The queries are scaled so that the scores s = sm_scale * q . k across a
+//   token's selected keys have the requested standard deviation (about zero mean: large std means
+//   peaked attention).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fp8dsa::tools {
+
+struct MlaWorkloadSpec {
+  int64_t num_tokens = 4096;  // T; token t sits at cache row num_kv - num_tokens + t
+  int64_t num_kv = 32768;     // N >= T
+  int num_heads = 128;
+  int topk = 2048;
+  float sm_scale = 0.07216878f;  // 1 / sqrt(192)
+  double score_std = 3.0;        // target std of the scores across a token's selected keys
+  int rank = 16;                 // of the shared factors
+  int local_window = 128;        // recent keys with a selection bonus
+  double drift = 0.03;           // step of the token factor's random walk (|v| = 1)
+  uint64_t seed = 1;
+};
+
+struct MlaWorkload {
+  std::vector<uint8_t> q;        // [T, h, 576] e4m3, packed
+  std::vector<uint8_t> kv;       // [N, 576] e4m3, packed
+  std::vector<int32_t> indices;  // [T, topk] absolute rows, descending relevance, -1 padding
+  int64_t valid_pairs = 0;       // selected (token, key) pairs
+  // Measured on a sample of (token, head) rows, in f64 on the e4m3 values:
+  double score_std = 0.0;        // mean over rows of the std of s across the selected keys
+  double score_mean = 0.0;       // mean over rows of the mean of s
+  double mean_max_prob = 0.0;    // mean over rows of the largest softmax probability
+  double neighbour_overlap = 0.0;  // mean fraction of token t's selection also selected by t + 1
+  std::string describe() const;  // "score std 3.02 (mean -0.11), mean max prob 0.21, overlap 0.93"
+};
+
+// Throws std::invalid_argument on an impossible spec (N < T, topk not positive, ...).
+MlaWorkload make_mla_workload(const MlaWorkloadSpec& spec);
+
+}  // namespace fp8dsa::tools

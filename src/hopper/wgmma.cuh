@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "hopper/wgmma_e4m3.cuh"
+#include "hopper/wgmma_layout.h"
 
 namespace fp8dsa::hopper {
 
@@ -31,24 +32,6 @@ template <int kRegs>
 __device__ __forceinline__ void wgmma_fence_operands(float (&regs)[kRegs]) {
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) wgmma_fence_operand(regs[i]);
-}
-
-// Accumulator layout of m64nN (f32): thread `lane` of warp `warp` (0..3 inside the warpgroup) holds
-// register r at row warp*16 + lane/4 + 8*((r/2)%2), column (r/4)*8 + (lane%4)*2 + r%2.
-__host__ __device__ __forceinline__ constexpr int acc_row(int warp, int lane, int r) {
-  return warp * 16 + lane / 4 + 8 * ((r / 2) % 2);
-}
-__host__ __device__ __forceinline__ constexpr int acc_col(int lane, int r) {
-  return (r / 4) * 8 + (lane % 4) * 2 + r % 2;
-}
-
-// A-from-registers layout of m64k32 (8-bit): register j (0..3) of a thread holds 4 consecutive K
-// bytes at row warp*16 + lane/4 + 8*(j%2), K byte (lane%4)*4 + 16*(j/2).
-__host__ __device__ __forceinline__ constexpr int a_frag_row(int warp, int lane, int j) {
-  return warp * 16 + lane / 4 + 8 * (j % 2);
-}
-__host__ __device__ __forceinline__ constexpr int a_frag_k(int lane, int j) {
-  return (lane % 4) * 4 + 16 * (j / 2);
 }
 
 }  // namespace fp8dsa::hopper

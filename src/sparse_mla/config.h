@@ -1,84 +1,145 @@
-// Tile sizes and the shared-memory plan of the native FP8 sparse MLA kernel (h = 64 per CTA).
-//
-// One CTA = one (token, 64-head block); h = 128 runs two CTAs per token, independent ones that
-// share rows only through L2, or a 2-CTA cluster in which each CTA gathers half of every tile and
-// copies it into its peer (HeadPairs in fp8_launch.h). Three warpgroups: a producer that gathers KV
-// rows with cp.async into a ring of K-major tiles, and two consumers that take alternate 64-key
-// tiles (tile 2p and 2p + 1 of pair p): each computes S = Q K^T for its tile, transposes its tile's
-// first 512 columns into V^T, and then both multiply the two tiles' P by V^T on their half of d_v
-// (P.V needs V^T because 8-bit wgmma has no transpose: both operands must be K-major). Shared
-// memory: Q 36 KB + 3 K stages 108 KB + 2 V^T 64 KB + 2 P 8 KB = 216 KB of the 227 KB, which is
-// what caps the gather ring at 3 stages.
+// Tile sizes, register splits and shared-memory plans of the native FP8 sparse MLA kernels: the
+// 64-head kernel (heads64_kernel.cuh; h = 64, 128 as two CTAs per token, h = 32 with zero rows
+// past h) and the small-head kernel (small_heads_kernel.cuh; h in {8, 16}). Every offset and size
+// either kernel uses is here, checked by static_asserts.
 #pragma once
 
 #include <cstdint>
 
 namespace fp8dsa::sparse_mla {
 
-struct Fp8Config {
-  static constexpr int kHeads = 64;        // wgmma M: the heads of one CTA
-  static constexpr int kKeysPerTile = 64;  // keys a consumer warpgroup scores at once (QK^T N)
+// What both kernels share: the rows, the tile and the softmax's fixed-point choices.
+struct MlaShape {
+  static constexpr int kKeysPerTile = 64;  // keys per gathered tile
   static constexpr int kDqk = 576;         // 512 "nope" + 64 "rope" bytes per e4m3 row
   static constexpr int kDv = 512;
-  static constexpr int kNumConsumers = 2;  // warpgroups; each owns kDv / 2 output columns
-  static constexpr int kDvPerConsumer = kDv / kNumConsumers;
-  static constexpr int kNumKStages = 3;    // gathered K tiles in flight
-  static constexpr int kThreads = 128 * (1 + kNumConsumers);
-  // setmaxnreg moves registers only within the CTA's pool: what it was launched with, kEntryRegs per
-  // thread (the __launch_bounds__(kThreads, 1) cap; ptxas -v: "Used 168 registers"), not the SM's
-  // 65536. A split above that leaves a consumer's setmaxnreg.inc waiting forever (48 / 232 did).
-  // 40 * 128 + 232 * 256 = 168 * 384: a consumer holds O (128 registers), S (32) and a QK^T partial
-  // (32) or the V transpose temporaries; ptxas -v shows no spills at this split.
-  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  static constexpr int kQkSteps = kDqk / 32;  // e4m3 wgmma k-steps of one score
+  // 64B swizzle throughout: a 576-byte row is 9 whole 64-byte atoms, and rows of 64 keys (P, V^T)
+  // are exactly one atom.
+  static constexpr uint32_t kSwizzleBytes = 64;
+  static constexpr uint32_t kKTileBytes = kKeysPerTile * kDqk;
   // P is stored as e4m3 after scaling by 2^kPBiasLog2 relative to a reference max that is moved
-  // (and O rescaled) only when the true max exceeds it by kLazyRescaleLog2: P <= 2^8 < 448 (e4m3 max).
+  // (and O rescaled) only when the true max exceeds it by kLazyRescaleLog2: P <= 2^8 < 448.
   static constexpr float kPBiasLog2 = 6.0f;
   static constexpr float kLazyRescaleLog2 = 2.0f;
 
-  // 64B swizzle throughout: a 576-byte row is 9 whole 64-byte atoms, and V^T / P rows (64 keys)
-  // are exactly one atom.
-  static constexpr uint32_t kSwizzleBytes = 64;
+  static_assert(kDqk % kSwizzleBytes == 0, "rows must be whole swizzle atoms");
+  static_assert(kKeysPerTile == kSwizzleBytes, "P / V^T rows of a tile's keys are one 64-byte atom");
+  static_assert(kKTileBytes % 1024 == 0, "K tiles start on a swizzle-pattern boundary");
+  static_assert(kPBiasLog2 + kLazyRescaleLog2 <= 8.0f, "P must stay below e4m3's 448");
+};
+
+// The 64-head kernel: one CTA per (token, 64-head block), three warpgroups with separate roles.
+//   warpgroup 0, the score group: S = Q K^T per 64-key tile (m64n64 SS, QK^T chains promoted to
+//     f32), the whole online softmax of the tile (it holds every key of every head, so nothing is
+//     exchanged), P as e4m3 into a ring of P slots with the tile's rescale factors;
+//   warpgroups 1 and 2, the value groups: each owns 256 of the 512 d_v columns and gathers its
+//     half of every KV row (and of Q) with cp.async; per tile O^T[256][64] += V^T . P^T, with V^T
+//     the register A operand built from plain shared loads of the gathered rows (byte permutes, no
+//     transposed copy in shared memory) and P^T the shared B operand.
+// A K stage is refilled by each value group for its own columns as soon as it has read them and
+// seen the tile's P (so the score group is done with it too): no "empty" barriers for the ring.
+struct Heads64Config : MlaShape {
+  static constexpr int kHeads = 64;  // the score wgmma's M; the value wgmma's N
+  static constexpr int kNumValueGroups = 2;
+  static constexpr int kDvPerValueGroup = kDv / kNumValueGroups;  // 4 m64 blocks of O^T
+  static constexpr int kDvBlocksPerValueGroup = kDvPerValueGroup / 64;
+  static constexpr int kNumKStages = 5;  // gathered tiles in flight
+  static constexpr int kNumPSlots = 2;   // the score group runs up to this many tiles ahead
+  static constexpr int kThreads = 128 * (1 + kNumValueGroups);
+  // setmaxnreg moves registers within the CTA's pool: kEntryRegs per thread (the
+  // __launch_bounds__(kThreads, 1) cap), not the SM's 65536. The value groups hold O^T (128) and one
+  // k-step of V^T fragments (16) with their loads; the score group three m64n64 accumulators (96).
+  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
+  static constexpr int kScoreRegs = 152;
+  static constexpr int kValueRegs = 176;
+
   static constexpr uint32_t kQBytes = kHeads * kDqk;
-  static constexpr uint32_t kKTileBytes = kKeysPerTile * kDqk;
-  static constexpr uint32_t kVtTileBytes = kDv * kKeysPerTile;
-  static constexpr uint32_t kPTileBytes = kHeads * kKeysPerTile;
+  static constexpr uint32_t kPSlotBytes = kHeads * kKeysPerTile;  // [64 heads][64 keys] e4m3
 
   // Byte offsets from the 1024-aligned dynamic shared memory base.
   static constexpr uint32_t kQOffset = 0;
   static constexpr uint32_t kKOffset = kQOffset + kQBytes;
-  static constexpr uint32_t kVtOffset = kKOffset + kNumKStages * kKTileBytes;  // one per consumer
-  static constexpr uint32_t kPOffset = kVtOffset + kNumConsumers * kVtTileBytes;
-  static constexpr uint32_t kRowMaxOffset = kPOffset + kNumConsumers * kPTileBytes;
-  static constexpr uint32_t kRowSumOffset = kRowMaxOffset + kNumConsumers * kHeads * 4;
-  static constexpr uint32_t kBarrierOffset = kRowSumOffset + kNumConsumers * kHeads * 8;  // f32 + e4m3 sums
-  static constexpr uint32_t kNumBarriers = 3 * kNumKStages + 1;  // full[], empty[], q_full, released[]
+  static constexpr uint32_t kPOffset = kKOffset + kNumKStages * kKTileBytes;
+  static constexpr uint32_t kAlphaOffset = kPOffset + kNumPSlots * kPSlotBytes;   // [slot][64] f32
+  static constexpr uint32_t kFlagOffset = kAlphaOffset + kNumPSlots * kHeads * 4;  // [slot][4 warps] u32
+  static constexpr uint32_t kOutScaleOffset = kFlagOffset + kNumPSlots * 16;      // [64] f32
+  static constexpr uint32_t kBarrierOffset = kOutScaleOffset + kHeads * 4;
+  // full[kNumKStages], p_full[kNumPSlots], p_empty[kNumPSlots], q_full
+  static constexpr uint32_t kNumBarriers = kNumKStages + 2 * kNumPSlots + 1;
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;  // room to align the base to 1024
 
-  static_assert(kDqk % kSwizzleBytes == 0, "rows must be whole swizzle atoms");
-  static_assert(kKeysPerTile == kSwizzleBytes, "V^T and P rows are one 64-byte atom of keys");
-  static_assert(kDqk % 32 == 0 && kKeysPerTile % 32 == 0, "wgmma e4m3 K steps are 32 bytes");
   static_assert(kHeads == 64, "one wgmma M block of heads per CTA");
-  static_assert(kDvPerConsumer == 256, "P.V is one m64n256 wgmma per K step");
-  static_assert(kKOffset % 1024 == 0 && kKTileBytes % 1024 == 0 && kVtOffset % 1024 == 0 &&
-                    kVtTileBytes % 1024 == 0 && kPOffset % 1024 == 0 && kPTileBytes % 1024 == 0,
+  static_assert(kDvBlocksPerValueGroup == 4, "a value group's O^T is 4 m64n64 accumulators");
+  static_assert(kKOffset % 1024 == 0 && kPOffset % 1024 == 0 && kPSlotBytes % 1024 == 0,
                 "wgmma tiles start on a swizzle-pattern boundary (descriptor base_offset 0)");
-  static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
+  static_assert(kFlagOffset % 16 == 0 && kBarrierOffset % 8 == 0, "flag words are read as one uint4");
   static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kNumConsumers <= kEntryRegs * kThreads,
+  static_assert(kScoreRegs * 128 + kValueRegs * 128 * kNumValueGroups <= kEntryRegs * kThreads,
                 "setmaxnreg split must fit the registers the CTA is launched with");
-  static_assert(kPBiasLog2 + kLazyRescaleLog2 <= 8.0f, "P must stay below e4m3's 448");
-  static_assert(kNumKStages >= 3, "a pair holds two stages; the third lets the gather run ahead");
+  static_assert(kScoreRegs % 8 == 0 && kValueRegs % 8 == 0, "setmaxnreg takes multiples of 8");
+  static_assert(kNumKStages >= 2 && kNumPSlots >= 2, "the gather and the scores run ahead of P.V");
 };
 
-// Named barrier ids among the 256 consumer threads (0 is __syncthreads).
-enum ConsumerBarrier : uint32_t {
-  kBarrierBuffersFree = 1,  // both consumers finished the previous pair's P.V (V^T / P reusable)
-  kBarrierRowMax = 2,       // row maxima of both tiles published
-  kBarrierPReady = 3,       // both tiles' P in shared memory
-  kBarrierRowSum = 4,       // final row sums published
+// Named barrier ids of the 64-head kernel (0 is __syncthreads).
+enum Heads64Barrier : uint32_t {
+  kBarrierValueGroup = 1,  // + value group: its 128 threads have read a K stage (it may be refilled)
+  kBarrierEpilogue = 3,    // all 384 threads: the score group published the output scales
+};
+
+// The small-head kernel (h in {8, 16}): the transposed orientation, keys as the MMA rows. One CTA
+// per token: a producer warpgroup gathers Q and the K tiles into a ring; two consumer warpgroups
+// take alternate tiles, each transposes its tile into its own V^T buffer, scores S^T = K Q^T
+// (m64nhk32) and runs its own online softmax and O^T[512][h] += V^T P^T; the two are merged once
+// at the end.
+template <int kH>
+struct SmallHeadsConfig : MlaShape {
+  static_assert(kH == 8 || kH == 16, "the transposed kernel takes h in {8, 16}");
+  static constexpr int kHeads = kH;
+  static constexpr int kAccRegs = kH / 2;  // m64nh accumulator registers per thread
+  static constexpr int kColumns = kH / 4;  // distinct heads (columns) a thread holds
+  static constexpr int kDvBlocks = kDv / 64;  // O^T is 8 m64 blocks
+  static constexpr int kNumKStages = 3;
+  static constexpr int kThreads = 384;
+  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
+  static constexpr uint32_t kVtTileBytes = kDv * kKeysPerTile;
+  static constexpr uint32_t kQBytes = kH * kDqk;
+  static constexpr uint32_t kQOffset = 0;
+  static constexpr uint32_t kKOffset = (kQBytes + 1023) / 1024 * 1024;
+  static constexpr uint32_t kVtOffset = kKOffset + kNumKStages * kKTileBytes;
+  static constexpr uint32_t kPtBytes = kH * kKeysPerTile < 1024 ? 1024 : kH * kKeysPerTile;
+  static constexpr uint32_t kPtOffset = kVtOffset + 2 * kVtTileBytes;           // one P^T per consumer
+  static constexpr uint32_t kColMaxOffset = kPtOffset + 2 * kPtBytes;           // [consumer][warp][h] f32
+  static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;      // [consumer][warp][h] x 4 f32
+  // Running maxima (true, reference) per head: [consumer][2 buffers][h] float2, so that they need
+  // no registers.
+  static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 16;
+  static constexpr uint32_t kBarrierOffset = kStateOffset + 2 * 2 * kH * 8;
+  static constexpr uint32_t kNumBarriers = 2 * kNumKStages + 1;  // full[], empty[], q_full
+  static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
+  static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
+  // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
+  // output [h][512] in the V^T buffers.
+  static constexpr uint32_t kO1Bytes = 128 * kDvBlocks * kAccRegs * 4;
+  static_assert(kO1Bytes <= kNumKStages * kKTileBytes, "consumer 1's O^T fits the K ring");
+  static_assert(kH * kDv * 2 <= 2 * kVtTileBytes, "the bf16 output fits the V^T buffers");
+  static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
+  static_assert(kKOffset % 1024 == 0 && kVtOffset % 1024 == 0 && kPtOffset % 1024 == 0 && kPtBytes % 1024 == 0,
+                "wgmma tiles start on a swizzle-pattern boundary");
+  static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kEntryRegs * kThreads,
+                "setmaxnreg split must fit the registers the CTA is launched with");
+};
+
+// Named barriers of the small-head kernel (0 is __syncthreads).
+enum SmallHeadsBarrier : uint32_t {
+  kBarrierColumnMax = 1,  // + consumer: a consumer's four warps published their column maxima
+  kBarrierPtReady = 3,    // + consumer: P^T (and V^T) of the tile written
+  kBarrierMerge = 5,      // both consumers: partial results published
+  kBarrierMerged = 6,     // both consumers: consumer 1's O^T in shared memory
 };
 
 }  // namespace fp8dsa::sparse_mla

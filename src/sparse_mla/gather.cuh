@@ -1,6 +1,6 @@
-// The producer side of the FP8 sparse MLA kernel: 16-byte cp.async copies of whole 576-byte e4m3
-// rows into K-major SW64 tiles. There is no TMA gather on Hopper; an invalid row (index < 0, >= N,
-// or past the token's topk_length) is zero-filled without reading global memory.
+// Gathering KV rows (and Q) into shared memory: 16-byte cp.async copies of 576-byte e4m3 rows into
+// K-major SW64 tiles. There is no TMA gather on Hopper; an invalid row (index < 0, >= N, or past
+// the token's topk_length) is zero-filled without reading global memory.
 #pragma once
 
 #include <cstdint>
@@ -8,28 +8,111 @@
 #include "hopper/cp_async.cuh"
 #include "hopper/swizzle.h"
 #include "sparse_mla/config.h"
+#include "sparse_mla/kernel_args.h"
+#include "sparse_mla/pipeline.cuh"
+#include "sparse_mla/value_layout.h"
 
 namespace fp8dsa::sparse_mla {
 
-// Rows per pass of the 128 producer threads: 4 threads per row, 9 chunks of 16 bytes each.
+__device__ __forceinline__ int token_length(const KernelArgs& p, int64_t token) {
+  if (p.topk_length == nullptr) return p.topk;
+  return min(max(p.topk_length[token], 0), p.topk);
+}
+
+__device__ __forceinline__ int tile_count(int length) {
+  return (length + MlaShape::kKeysPerTile - 1) / MlaShape::kKeysPerTile;
+}
+
+__device__ __forceinline__ bool index_valid(int32_t idx, int64_t num_kv) { return idx >= 0 && idx < num_kv; }
+
+// The index at position pos of the token's list, -1 past its length.
+__device__ __forceinline__ int32_t index_at(const int32_t* token_indices, int pos, int length) {
+  return pos < length ? __ldg(token_indices + pos) : -1;
+}
+
+// Rows per pass of 128 threads with 4 threads per row. Thread `quarter` (0..3) of a row takes
+// 16-byte chunk `quarter` of each 64-byte atom it copies: a warp's writes then cover 8 rows x 64
+// bytes, which SW64 spreads over all banks, and each row's global reads are whole 32-byte sectors.
 constexpr int kGatherThreadsPerRow = 4;
 constexpr int kGatherRowsPerPass = 128 / kGatherThreadsPerRow;
-constexpr int kGatherChunksPerThread = Fp8Config::kDqk / 16 / kGatherThreadsPerRow;
-static_assert(Fp8Config::kDqk % (16 * kGatherThreadsPerRow) == 0, "chunks split evenly over a row's threads");
-static_assert(Fp8Config::kKeysPerTile % kGatherRowsPerPass == 0, "passes cover the tile");
+constexpr int kAtomsPerRow = MlaShape::kDqk / static_cast<int>(MlaShape::kSwizzleBytes);
 
-// Copies row `src` into row `row` of the kRows-row tile at `tile`, or zero-fills it when !valid
-// (src must still be a mapped address). Thread `quarter` (0..3) takes chunks quarter, quarter + 4,
-// ...: a warp's 16-byte writes cover 8 rows x 64 bytes, which SW64 spreads over all banks.
-template <int kRows = Fp8Config::kKeysPerTile>
-__device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t* src, bool valid,
-                                           int quarter) {
+// Copies the whole row `src` into row `row` of the kRows-row tile at `tile`, or zero-fills it when
+// !valid (src must still be a mapped address).
+template <int kRows>
+__device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t* src, bool valid, int quarter) {
 #pragma unroll
-  for (int i = 0; i < kGatherChunksPerThread; ++i) {
-    const int chunk = quarter + kGatherThreadsPerRow * i;
-    const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, chunk * 16);
-    hopper::cp_async_16_zfill(dst, valid ? src + chunk * 16 : src, valid);
+  for (int atom = 0; atom < kAtomsPerRow; ++atom) {
+    const int col = atom * 64 + quarter * 16;
+    const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, col);
+    hopper::cp_async_16_zfill(dst, valid ? src + col : src, valid);
   }
+}
+
+// The 64-head kernel's value group w (0, 1) gathers its share of a 64-row tile (value_layout.h):
+// its four d_v atoms (columns [256w, 256w + 256)) of every row and the rope atom of the rows of pass
+// w. Every byte a value group later reads (its d_v columns) is then its own gather, so it may refill
+// its share of a stage without waiting for the other group; the rope is read by the score group only.
+// tile_plus_offset: the tile's shared address plus value_share_offset(thread); src[p]: the thread's
+// source row of pass p plus 16 * (thread % 4).
+template <int w>
+__device__ __forceinline__ void gather_value_group_share(uint32_t tile_plus_offset, const uint8_t* const (&src)[2],
+                                                         const bool (&valid)[2]) {
+  constexpr uint32_t kAtomBytes = Heads64Config::kKeysPerTile * 64;
+#pragma unroll
+  for (int pass = 0; pass < 2; ++pass) {
+#pragma unroll
+    for (int m = 0; m < kValueShareAtoms; ++m) {
+      if (!value_share_copies(w, pass, m)) continue;
+      const int atom = value_share_atom(w, m);
+      const uint32_t dst = tile_plus_offset + atom * kAtomBytes + pass * kGatherRowsPerPass * 64;
+      hopper::cp_async_16_zfill(dst, src[pass] + atom * 64, valid[pass]);
+    }
+  }
+}
+static_assert(2 * kGatherRowsPerPass == Heads64Config::kKeysPerTile && Heads64Config::kHeads == 2 * kGatherRowsPerPass,
+              "a value group's two passes cover the 64 rows of a K tile and of Q");
+static_assert(Heads64Config::kDqk - Heads64Config::kDv == 64, "the rope is one 64-byte atom");
+
+// The small-head kernel's producer warpgroup: Q of the token's kQRows heads, then every K tile of
+// the token into the kNumKStages-stage ring at kKOffset (full[s]: 128 cp.async arrivals; empty[s]:
+// the consuming warpgroup's 128 threads).
+template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
+__device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
+                                              uint64_t* q_full, int64_t token, int length, int num_tiles, int thread) {
+  constexpr int kKeys = MlaShape::kKeysPerTile;
+  const int quarter = thread % kGatherThreadsPerRow;
+  const int row_in_pass = thread / kGatherThreadsPerRow;
+  const uint8_t* q = p.q + token * p.q_token_stride;
+#pragma unroll
+  for (int pass = 0; pass < (kQRows + kGatherRowsPerPass - 1) / kGatherRowsPerPass; ++pass) {
+    const int row = pass * kGatherRowsPerPass + row_in_pass;
+    if (row < kQRows) gather_row<kQRows>(smem + kQOffset, row, q + row * p.q_head_stride, true, quarter);
+  }
+  hopper::cp_async_mbarrier_arrive_noinc(q_full);
+
+  const int32_t* indices = p.indices + token * p.indices_stride;
+  constexpr int kPasses = kKeys / kGatherRowsPerPass;
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int stage = tile % kNumKStages;
+    int32_t idx[kPasses];
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      idx[pass] = index_at(indices, tile * kKeys + pass * kGatherRowsPerPass + row_in_pass, length);
+    }
+    if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
+    const uint32_t k_tile = smem + kKOffset + stage * MlaShape::kKTileBytes;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const bool valid = index_valid(idx[pass], p.num_kv);
+      const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
+      gather_row<kKeys>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+    }
+    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  }
+  // No copy may outlive the thread that issued it.
+  hopper::cp_async_commit_group();
+  hopper::cp_async_wait_group<0>();
 }
 
 }  // namespace fp8dsa::sparse_mla

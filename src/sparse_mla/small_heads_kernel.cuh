@@ -2,10 +2,9 @@
 // transposed orientation, so that no MMA row is padding: the 64 keys of a tile are the wgmma M and
 // the heads its N.
 //   S^T[64 keys][h]  = K[64][576] . Q[h][576]^T   (m64nhk32, A = K tile, B = Q; 18 k-steps in
-//                                                    kQkGroups chains added in f32)
+//                                                    kQkChains chains added in f32)
 //   O^T[512][h]     += V^T[512][64] . P^T[h][64]^T (8 x m64nhk32 per 32-key step; A = V^T, B = P^T)
-// One CTA per token. The producer warpgroup gathers Q and the K tiles exactly as for h >= 64
-// (fp8_kernel.cuh). Two consumer warpgroups take alternate tiles and run independent online
+// One CTA per token. The producer warpgroup gathers Q and the K tiles (gather.cuh). Two consumer warpgroups take alternate tiles and run independent online
 // softmaxes (each its own maxima, sums and O^T over its tiles), merged once at the end, so neither
 // waits for the other inside the key loop. A consumer transposes its own tiles into its V^T buffer
 // (transpose_v.cuh, while the first score chain runs) and writes P^T (heads x keys, keys in V^T's
@@ -17,56 +16,26 @@
 
 #include <cuda_bf16.h>
 
-#include "sparse_mla/fp8_kernel.cuh"
+#include "hopper/mbarrier.cuh"
+#include "hopper/smem_access.cuh"
+#include "hopper/smem_descriptor.h"
+#include "hopper/swizzle.h"
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/config.h"
+#include "sparse_mla/gather.cuh"
+#include "sparse_mla/kernel_args.h"
+#include "sparse_mla/key_order.h"
+#include "sparse_mla/online_softmax.cuh"
+#include "sparse_mla/pipeline.cuh"
+#include "sparse_mla/score_gemm.cuh"
+#include "sparse_mla/transpose_v.cuh"
 
 namespace fp8dsa::sparse_mla {
 
-template <int kH>
-struct SmallHeadsConfig {
-  static_assert(kH == 8 || kH == 16 || kH == 32, "the transposed kernel takes h in {8, 16, 32}");
-  static constexpr int kHeads = kH;
-  static constexpr int kAccRegs = kH / 2;    // m64nh accumulator registers per thread
-  static constexpr int kColumns = kH / 4;    // distinct heads (columns) a thread holds
-  static constexpr int kDvBlocks = Fp8Config::kDv / 64;  // O^T is 8 m64 blocks
-  static constexpr int kThreads = 384;
-  static constexpr uint32_t kQBytes = kH * Fp8Config::kDqk;
-  static constexpr uint32_t kQOffset = 0;
-  static constexpr uint32_t kKOffset = (kQBytes + 1023) / 1024 * 1024;
-  static constexpr uint32_t kVtOffset = kKOffset + Fp8Config::kNumKStages * Fp8Config::kKTileBytes;
-  static constexpr uint32_t kPtBytes = kH * Fp8Config::kKeysPerTile < 1024 ? 1024 : kH * Fp8Config::kKeysPerTile;
-  static constexpr uint32_t kPtOffset = kVtOffset + 2 * Fp8Config::kVtTileBytes;  // one P^T per consumer
-  static constexpr uint32_t kColMaxOffset = kPtOffset + 2 * kPtBytes;               // [consumer][warp][h] f32
-  static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;          // [consumer][warp][h] x 4 f32
-  // Running maxima (true, reference) per head: [consumer][2 buffers][h] float2, so that they need
-  // no registers (h = 32 spilled 252 bytes with them in registers).
-  static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 16;
-  static constexpr uint32_t kBarrierOffset = kStateOffset + 2 * 2 * kH * 8;
-  static constexpr uint32_t kSmemBytes = kBarrierOffset + Fp8Config::kNumBarriers * 8;
-  static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
-  // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
-  // output [h][512] in the V^T buffers.
-  static constexpr uint32_t kO1Bytes = 128 * kDvBlocks * kAccRegs * 4;
-  static_assert(kO1Bytes <= Fp8Config::kNumKStages * Fp8Config::kKTileBytes, "consumer 1's O^T fits the K ring");
-  static_assert(kH * Fp8Config::kDv * 2 <= 2 * Fp8Config::kVtTileBytes, "the bf16 output fits the V^T buffers");
-  static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
-  static_assert(kKOffset % 1024 == 0 && kVtOffset % 1024 == 0 && kPtOffset % 1024 == 0 && kPtBytes % 1024 == 0,
-                "wgmma tiles start on a swizzle-pattern boundary");
-  static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
-};
+namespace small_heads {
 
-// Named barriers of the small-head kernel (0 is __syncthreads).
-enum SmallHeadsBarrier : uint32_t {
-  kBarrierColumnMax = 1,  // + consumer: a consumer's four warps published their column maxima
-  kBarrierPtReady = 3,    // + consumer: P^T (and V^T) of the tile written
-  kBarrierMerge = 5,      // both consumers: partial results published
-  kBarrierMerged = 6,     // both consumers: consumer 1's O^T in shared memory
-};
-
-namespace detail {
-
-__device__ __forceinline__ void sts8(uint32_t address, uint32_t v) {
-  asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
-}
+using hopper::Swizzle;
 
 // Max / sum over the 8 lanes of a warp that hold the same columns (lane % 4 equal).
 __device__ __forceinline__ float column_max8(float x) {
@@ -85,16 +54,16 @@ __device__ __forceinline__ float column_sum8(float x) {
 __host__ __device__ constexpr int column_slot(int r) { return (r / 4) * 2 + r % 2; }
 
 // Consumer c (a template argument, so that its named-barrier ids are immediates).
-template <int kH, int kQkGroups, int c>
-__device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, uint32_t smem, uint8_t* smem_ptr,
-                                                     uint64_t* full, uint64_t* empty, uint64_t* q_full,
-                                                     int64_t token, int length, int num_tiles, int thread) {
+template <int kH, int kQkChains, int c>
+__device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, uint64_t* full,
+                                         uint64_t* empty, uint64_t* q_full, int64_t token, int length, int num_tiles,
+                                         int thread) {
   using SC = SmallHeadsConfig<kH>;
-  using Shape = ScoreShape<kH, C::kKeysPerTile>;
+  using Shape = ScoreShape<kH, SC::kKeysPerTile>;
   constexpr int kR = SC::kAccRegs, kCols = SC::kColumns;
   const int warp = thread / 32, lane = thread % 32;
   const int row_lo = warp * 16 + lane / 4;  // the thread's two rows (keys): row_lo, row_lo + 8
-  const uint32_t vt = smem + SC::kVtOffset + c * C::kVtTileBytes;
+  const uint32_t vt = smem + SC::kVtOffset + c * SC::kVtTileBytes;
   const uint32_t pt = smem + SC::kPtOffset + c * SC::kPtBytes;
   float* col_max_buf = reinterpret_cast<float*>(smem_ptr + SC::kColMaxOffset) + c * 4 * kH;
   const int32_t* indices = p.indices + token * p.indices_stride;
@@ -123,16 +92,14 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   // The key indices of the thread's two rows, loaded one tile ahead.
   int32_t next_lo = -1, next_hi = -1;
   const auto load_indices = [&](int tile) {
-    const int pos = tile * C::kKeysPerTile + row_lo;
+    const int pos = tile * SC::kKeysPerTile + row_lo;
     next_lo = pos < length ? __ldg(indices + pos) : -1;
     next_hi = pos + 8 < length ? __ldg(indices + pos + 8) : -1;
   };
   load_indices(c);
 
-  constexpr int kKSteps = C::kDqk / 32;
-  constexpr int kStepsPerGroup = kKSteps / kQkGroups;
-  static_assert(kKSteps % kQkGroups == 0, "score groups split the 18 k-steps evenly");
-  float s[kR];
+  static_assert(SC::kQkSteps % kQkChains == 0, "QK^T chains split the 18 k-steps evenly");
+  float s[kR], part[2][kR];
   bool valid_lo = false, valid_hi = false;
   uint32_t k_tile = 0;
   uint64_t desc_k = 0;
@@ -140,26 +107,18 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   const auto start_scores = [&](int tile) {
     valid_lo = index_valid(next_lo, p.num_kv);
     valid_hi = index_valid(next_hi, p.num_kv);
-    stage = tile % C::kNumKStages;
-    k_tile = smem + SC::kKOffset + stage * C::kKTileBytes;
-    hopper::mbarrier_wait(&full[stage], (tile / C::kNumKStages) & 1);
+    stage = tile % SC::kNumKStages;
+    k_tile = smem + SC::kKOffset + stage * SC::kKTileBytes;
+    wait_barrier(&full[stage], (tile / SC::kNumKStages) & 1);
     hopper::fence_proxy_async_smem();  // cp.async (generic proxy) wrote the tile; wgmma reads it
-    desc_k = hopper::kmajor_descriptor(k_tile, Swizzle::k64B, C::kKeysPerTile, 0);
-    hopper::wgmma_fence_operands(s);
-    hopper::wgmma_fence();
-    issue_qk<Shape, 0, kStepsPerGroup>(s, desc_k, desc_q);
-    hopper::wgmma_commit_group();
+    desc_k = hopper::kmajor_descriptor(k_tile, Swizzle::k64B, SC::kKeysPerTile, 0);
+    start_qk_chains<Shape, kQkChains>(s, part, desc_k, desc_q);
   };
-  // Once this consumer's previous P.V is done: V^T of the tile while the first chain runs, the
+  // Once this consumer's previous P.V is done: V^T of the tile while the first chains run, the
   // other chains, and the K stage goes back to the producer.
   const auto finish_scores = [&]() {
     transpose_v(k_tile, vt, thread);
-    hopper::wgmma_wait_group<0>();
-    hopper::wgmma_fence_operands(s);
-    if constexpr (kQkGroups > 1) {
-      float part[kR];
-      add_qk_groups<Shape, 1, kQkGroups, kStepsPerGroup>(s, part, desc_k, desc_q);
-    }
+    finish_qk_chains<Shape, kQkChains>(s, part, desc_k, desc_q);
     hopper::fence_proxy_async_smem();        // the V^T stores, for this consumer's P.V
     hopper::mbarrier_arrive(&empty[stage]);  // QK^T and the transpose are done with the K tile
   };
@@ -192,14 +151,8 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
 #pragma unroll
       for (int wp = 1; wp < 4; ++wp) mx = fmaxf(mx, col_max_buf[wp * kH + col]);
       const float2 state = max_state[parity * kH + col];
-      const float m_true = fmaxf(state.x, mx * scale_log2);
-      float m_ref = state.y;
-      alpha[j] = 1.0f;
-      if (m_true > m_ref + C::kLazyRescaleLog2) {  // false while every key so far is invalid
-        alpha[j] = fast_exp2(m_ref - m_true);       // 0 the first time (m_ref = -inf)
-        m_ref = m_true;
-      }
-      bias[j] = m_ref == -INFINITY ? 0.0f : C::kPBiasLog2 - m_ref;
+      float m_true = state.x, m_ref = state.y;
+      alpha[j] = lazy_rescale(mx * scale_log2, m_true, m_ref, bias[j]);
       if (warp == 0 && lane < 4) max_state[(1 - parity) * kH + col] = make_float2(m_true, m_ref);
     }
     // P = 2^kPBiasLog2 * exp2(s - m_ref), quantised to e4m3 into P^T [head][key position].
@@ -221,8 +174,8 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
       part_e4m3[j + 1] += back.y;
       const int col = hopper::acc_col(lane, r);
       const int pos = (r / 2) % 2 ? pos_hi : pos_lo;
-      sts8(pt + hopper::kmajor_offset(Swizzle::k64B, kH, col, pos), q2 & 0xffu);
-      sts8(pt + hopper::kmajor_offset(Swizzle::k64B, kH, col + 1, pos), (q2 >> 8) & 0xffu);
+      hopper::sts8(pt + hopper::kmajor_offset(Swizzle::k64B, kH, col, pos), q2 & 0xffu);
+      hopper::sts8(pt + hopper::kmajor_offset(Swizzle::k64B, kH, col + 1, pos), (q2 >> 8) & 0xffu);
     }
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
@@ -254,8 +207,9 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
     hopper::wgmma_commit_group();
   };
 
-  hopper::mbarrier_wait(q_full, 0);
-  // This consumer's tiles: c, c + 2, ... below num_tiles; the last one is peeled (see fp8_kernel.cuh).
+  wait_barrier(q_full, 0);
+  // This consumer's tiles: c, c + 2, ... below num_tiles. The last one is peeled: with a branch choosing
+  // between wait_group 1 and 0, ptxas loses track of the groups in flight and serialises every wgmma.
   const int my_tiles = num_tiles > c ? (num_tiles - c + 1) / 2 : 0;
   const int last_tile = c + 2 * (my_tiles - 1);
   if (my_tiles > 0) {
@@ -266,7 +220,7 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   for (; tile < last_tile; tile += 2) {
     softmax_and_pv(tile);
     start_scores(tile + 2);
-    hopper::wgmma_wait_group<1>();
+    hopper::wgmma_wait_group<kStartedQkChains<kQkChains>>();  // this tile's P.V (V^T is rewritten next)
 #pragma unroll
     for (int b = 0; b < SC::kDvBlocks; ++b) hopper::wgmma_fence_operands(o[b]);
     finish_scores();
@@ -315,18 +269,14 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
     const float m = fmaxf(ref[0], ref[1]);
     const float s0 = ref[0] == -INFINITY ? 0.0f : fast_exp2(ref[0] - m);
     const float s1 = ref[1] == -INFINITY ? 0.0f : fast_exp2(ref[1] - m);
-    const float total_f32 = tf[0] * s0 + tf[1] * s1;
-    const float total_e4m3 = tq[0] * s0 + tq[1] * s1;
-    const bool any_valid = total_f32 > 0.0f;
-    constexpr float kLn2 = 0.6931471805599453f;
-    const float lse = any_valid ? (m + log2f(total_f32) - C::kPBiasLog2) * kLn2 : INFINITY;
-    float sink_factor = 1.0f;
-    if (p.attn_sink != nullptr && any_valid) sink_factor = 1.0f / (1.0f + expf(p.attn_sink[col] - lse));
-    out_scale[j] = any_valid ? p.kv_scale * sink_factor / total_e4m3 : 0.0f;
+    const float sink = p.attn_sink != nullptr ? p.attn_sink[col] : -INFINITY;
+    const RowResult rr = finish_row(fmaxf(mt[0], mt[1]), m, tf[0] * s0 + tf[1] * s1, tq[0] * s0 + tq[1] * s1, sink,
+                                    p.kv_scale);
+    out_scale[j] = rr.out_scale;
     scale_own[j] = c == 0 ? s0 : s1;
     if (c == 0 && warp == 0 && lane < 4) {
-      p.lse[cell0 + col] = lse;
-      if (p.max_logits != nullptr) p.max_logits[cell0 + col] = any_valid ? fmaxf(mt[0], mt[1]) * kLn2 : -INFINITY;
+      p.lse[cell0 + col] = rr.lse;
+      if (p.max_logits != nullptr) p.max_logits[cell0 + col] = rr.max_logit;
     }
   }
   // Consumer 1 hands its scaled O^T to consumer 0 through the K ring (free: both consumers are past
@@ -342,7 +292,7 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
   if constexpr (c == 1) return;
   // Consumer 0: O = (own O^T * s0 + consumer 1's) * out_scale, staged as bf16 [head][512 + 8] in
   // the V^T buffers, then written out as 16-byte row pieces.
-  constexpr uint32_t kStageRow = C::kDv * 2 + 16;
+  constexpr uint32_t kStageRow = SC::kDv * 2 + 16;
   const uint32_t stage_base = smem + SC::kVtOffset;
 #pragma unroll
   for (int b = 0; b < SC::kDvBlocks; ++b)
@@ -358,46 +308,52 @@ __device__ __forceinline__ void small_heads_consumer(const Fp8KernelParams& p, u
     }
   hopper::named_barrier_sync(kBarrierPtReady + c, 128);  // consumer 0's four warps staged it all
   __nv_bfloat16* out = p.out + token * p.out_token_stride;
-  constexpr int kChunksPerRow = C::kDv * 2 / 16;
+  constexpr int kChunksPerRow = SC::kDv * 2 / 16;
   for (int i = thread; i < kH * kChunksPerRow; i += 128) {
     const int head = i / kChunksPerRow, chunk = i % kChunksPerRow;
     uint32_t v[4];
-    lds128(v, stage_base + head * kStageRow + chunk * 16);
+    hopper::lds128(v, stage_base + head * kStageRow + chunk * 16);
     *reinterpret_cast<uint4*>(out + head * p.out_head_stride + chunk * 8) = make_uint4(v[0], v[1], v[2], v[3]);
   }
 }
 
-}  // namespace detail
+}  // namespace small_heads
 
-template <int kH, int kQkGroups>
-__global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1)
-    sparse_mla_fp8_small_heads_kernel(const Fp8KernelParams p) {
+template <int kH, int kQkChains>
+__global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1) sparse_mla_small_heads_kernel(const KernelArgs p) {
   using SC = SmallHeadsConfig<kH>;
-  using C = Fp8Config;
   extern __shared__ uint8_t smem_raw[];
-  const detail::CtaPipeline cta = detail::setup_cta_pipeline(smem_raw, SC::kBarrierOffset);
-  const uint32_t smem = cta.smem;
-  uint8_t* smem_ptr = cta.smem_ptr;
-  uint64_t *full = cta.bars.full, *empty = cta.bars.empty, *q_full = cta.bars.q_full;
+  const SmemBase base = aligned_smem_base(smem_raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(base.ptr + SC::kBarrierOffset);
+  uint64_t* empty = full + SC::kNumKStages;
+  uint64_t* q_full = empty + SC::kNumKStages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < SC::kNumKStages; ++s) {
+      hopper::mbarrier_init(&full[s], 128);   // one cp.async arrival per producer thread
+      hopper::mbarrier_init(&empty[s], 128);  // the consuming warpgroup
+    }
+    hopper::mbarrier_init(q_full, 128);
+    hopper::mbarrier_init_fence();
+  }
+  __syncthreads();
   const int64_t token = blockIdx.x;
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
+  // Each role reads the token's length itself: a value live across setmaxnreg got spilled.
   if (wg == 0) {
-    hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
-    const int length = detail::token_length(p, token);
-    using Layout = detail::GatherLayout<kH, SC::kQOffset, SC::kKOffset>;
-    detail::producer<Layout>(p, smem, cta.bars, token, 0, length,
-                             (length + C::kKeysPerTile - 1) / C::kKeysPerTile, thread);
+    hopper::warpgroup_reg_dealloc<SC::kProducerRegs>();
+    const int length = token_length(p, token);
+    produce_tiles<kH, SC::kQOffset, SC::kKOffset, SC::kNumKStages>(p, base.address, full, empty, q_full, token, length,
+                                                                   tile_count(length), thread);
   } else {
-    hopper::warpgroup_reg_alloc<C::kConsumerRegs>();
-    const int length = detail::token_length(p, token);
-    const int num_tiles = (length + C::kKeysPerTile - 1) / C::kKeysPerTile;
+    hopper::warpgroup_reg_alloc<SC::kConsumerRegs>();
+    const int length = token_length(p, token);
     if (wg == 1) {
-      detail::small_heads_consumer<kH, kQkGroups, 0>(p, smem, smem_ptr, full, empty, q_full, token, length, num_tiles,
-                                                     thread);
+      small_heads::consumer<kH, kQkChains, 0>(p, base.address, base.ptr, full, empty, q_full, token, length,
+                                              tile_count(length), thread);
     } else {
-      detail::small_heads_consumer<kH, kQkGroups, 1>(p, smem, smem_ptr, full, empty, q_full, token, length, num_tiles,
-                                                     thread);
+      small_heads::consumer<kH, kQkChains, 1>(p, base.address, base.ptr, full, empty, q_full, token, length,
+                                              tile_count(length), thread);
     }
   }
 }

@@ -6,7 +6,7 @@
 
 #include "core/cuda_check.h"
 #include "fp8dsa/sparse_mla.h"
-#include "sparse_mla/fp8_launch.h"
+#include "sparse_mla/launch.h"
 
 namespace fp8dsa {
 

@@ -1,49 +1,20 @@
-// V^T for P.V: the transposed copy of a gathered tile's first 512 columns, [d_v][64 keys] K-major
-// with 64B swizzle, written from the K-major KV tile by one consumer warpgroup.
-//
-// Keys are stored in a permuted order so that P can go straight from the QK^T accumulators to the
-// wgmma A-fragment registers with no shuffle (FlashAttention-3's trick, done here on the V side):
-// a thread's accumulator holds keys {2t, 2t+1, 2t+8, 2t+9} (t = lane % 4) of each 16-key group
-// where its A fragment expects K positions 4t..4t+3. So V^T position p holds key v_key_at(p).
+// V^T for the small-head kernel's P.V: the transposed copy of a gathered tile's first 512 columns,
+// [d_v][64 keys] K-major with 64B swizzle, keys in the order of key_order.h, written from the
+// K-major KV tile by one consumer warpgroup. (The 64-head kernel builds V^T in registers instead:
+// value_gemm.cuh.)
 #pragma once
 
 #include <cstdint>
 
+#include "hopper/byte_perm.h"
+#include "hopper/smem_access.cuh"
 #include "hopper/swizzle.h"
 #include "sparse_mla/config.h"
+#include "sparse_mla/key_order.h"
 
 namespace fp8dsa::sparse_mla {
 
-// The key (0..63) stored at K position p (0..63) of a V^T row / P row.
-FP8DSA_HOST_DEVICE constexpr int v_key_at(int p) {
-  const int q = p % 16;
-  return (p / 16) * 16 + 2 * (q / 4) + (q % 2) + 8 * ((q / 2) % 2);
-}
-
-// The K position (0..63) of key k: the inverse of v_key_at (P^T of the small-head kernel is
-// written by key).
-FP8DSA_HOST_DEVICE constexpr int v_pos_of_key(int k) {
-  const int r = k % 16;
-  return (k / 16) * 16 + 4 * ((r % 8) / 2) + 2 * (r / 8) + r % 2;
-}
-
 #if defined(__CUDACC__)
-
-__device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
-  uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(selector));
-  return r;
-}
-
-__device__ __forceinline__ void lds128(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address)
-               : "memory");
-}
-__device__ __forceinline__ void sts32(uint32_t address, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
-}
 
 // Transposes the tile at k_tile (K-major [64 keys][576], SW64) into vt (K-major [512][64 keys],
 // SW64, keys permuted by v_key_at). Called by all 128 threads of one warpgroup (thread = 0..127).
@@ -88,25 +59,25 @@ __device__ __forceinline__ void transpose_v(uint32_t k_tile, uint32_t vt, int th
   const auto load_round = [&](uint32_t (&r)[4][4], int it) {
     const uint32_t flip = static_cast<uint32_t>((it % 2) << 5), step = (it / 2) * 4096;
     const uint32_t load_a = (rows_a ^ flip) + step, load_b = (rows_b ^ flip) + step;
-    lds128(r[0], load_a);
-    lds128(r[1], load_b);
-    lds128(r[2], load_a + 512);
-    lds128(r[3], load_b + 512);
+    hopper::lds128(r[0], load_a);
+    hopper::lds128(r[1], load_b);
+    hopper::lds128(r[2], load_a + 512);
+    hopper::lds128(r[3], load_b + 512);
   };
   const auto store_round = [&](const uint32_t (&r)[4][4], int it) {
     const uint32_t round_offset = it * 2048;  // dc grows by 2 per round
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const uint32_t t0 = byte_perm(r[0][m], r[1][m], sel_lo);
-      const uint32_t t1 = byte_perm(r[2][m], r[3][m], sel_lo);
-      const uint32_t t2 = byte_perm(r[0][m], r[1][m], sel_hi);
-      const uint32_t t3 = byte_perm(r[2][m], r[3][m], sel_hi);
-      const uint32_t w[4] = {byte_perm(t0, t1, sel_even), byte_perm(t0, t1, sel_odd),
-                             byte_perm(t2, t3, sel_even), byte_perm(t2, t3, sel_odd)};
+      const uint32_t t0 = hopper::byte_perm(r[0][m], r[1][m], sel_lo);
+      const uint32_t t1 = hopper::byte_perm(r[2][m], r[3][m], sel_lo);
+      const uint32_t t2 = hopper::byte_perm(r[0][m], r[1][m], sel_hi);
+      const uint32_t t3 = hopper::byte_perm(r[2][m], r[3][m], sel_hi);
+      const uint32_t w[4] = {hopper::byte_perm(t0, t1, sel_even), hopper::byte_perm(t0, t1, sel_odd),
+                             hopper::byte_perm(t2, t3, sel_even), hopper::byte_perm(t2, t3, sel_odd)};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t chunk = static_cast<uint32_t>(((2 * m + i / 2) % 4) << 4);
-        sts32((store_base[i % 2] ^ chunk) + round_offset + (4 * m + i) * 64, w[i]);
+        hopper::sts32((store_base[i % 2] ^ chunk) + round_offset + (4 * m + i) * 64, w[i]);
       }
     }
   };

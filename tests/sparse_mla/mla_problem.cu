@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/random_inputs.h"
+#include "tools/mla_workload.h"
 
 namespace fp8dsa::mla_test {
 
@@ -19,6 +20,7 @@ std::string MlaCase::name() const {
   return "N=" + std::to_string(num_kv) + " topk=" + std::to_string(topk) + " h=" + std::to_string(num_heads) +
          " T=" + std::to_string(num_tokens) + (topk_length ? " +topk_length" : "") + (sink ? " +sink" : "") +
          (padded_strides ? " +strides" : "") + (distinct ? "" : " +duplicates") + (max_logits ? "" : " -max_logits") +
+         (score_std > 0.0 ? " realistic std=" + std::to_string(score_std).substr(0, 4) : "") +
          " kernel=" + sparse_mla_kernel_name(kernel);
 }
 
@@ -41,8 +43,29 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
   p.kv_scale = c.kv_scale;
   p.kernel = c.kernel;
 
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
-  pr->kv = testing::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
+  std::vector<int32_t> packed;
+  if (c.score_std > 0.0) {
+    tools::MlaWorkloadSpec spec;
+    spec.num_tokens = T;
+    spec.num_kv = N;
+    spec.num_heads = h;
+    spec.topk = c.topk;
+    spec.sm_scale = p.sm_scale * p.q_scale * p.kv_scale;
+    spec.score_std = c.score_std;
+    spec.seed = seed;
+    tools::MlaWorkload w = tools::make_mla_workload(spec);
+    pr->workload = w.describe();
+    pr->q.assign(static_cast<size_t>(T * p.q_token_stride), 0);
+    pr->kv.assign(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), 0);
+    for (int64_t th = 0; th < T * h; ++th)
+      std::copy_n(w.q.begin() + th * kDqk, kDqk, pr->q.begin() + (th / h) * p.q_token_stride + (th % h) * p.q_head_stride);
+    for (int64_t r = 0; r < N; ++r) std::copy_n(w.kv.begin() + r * kDqk, kDqk, pr->kv.begin() + r * p.kv_row_stride);
+    packed = std::move(w.indices);
+  } else {
+    pr->q = testing::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
+    pr->kv = testing::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
+    packed = testing::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
+  }
   if (c.padded_strides) {
     // Padding bytes are e4m3 NaN: a kernel that reads them poisons its output.
     for (int64_t t = 0; t < T; ++t)
@@ -52,8 +75,6 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
       for (int64_t i = kDqk; i < p.kv_row_stride; ++i) pr->kv[r * p.kv_row_stride + i] = 0x7F;
   }
 
-  const std::vector<int32_t> packed =
-      testing::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
   pr->indices.assign(static_cast<size_t>(T * p.indices_stride), INT_MIN);
   for (int64_t t = 0; t < T; ++t)
     std::copy_n(packed.begin() + t * c.topk, c.topk, pr->indices.begin() + t * p.indices_stride);

@@ -29,6 +29,10 @@ struct MlaCase {
   float q_range = 2.0f;      // q uniform in [-q_range, q_range): larger = peakier softmax
   bool distinct = true;      // false: keys may repeat within a token's list
   double invalid_fraction = 0.1;
+  // > 0: the realistic inputs of tools/mla_workload.h (selections in relevance order that overlap
+  // between neighbouring tokens, scores with this std across keys; needs N >= T) instead of uniform
+  // q / kv and random indices. q_range, distinct and invalid_fraction then do not apply.
+  double score_std = 0.0;
   SparseMlaKernel kernel = SparseMlaKernel::kFp8;
 
   std::string name() const;
@@ -37,6 +41,7 @@ struct MlaCase {
 // Host inputs and their device copies for one case; `host` and `device` describe the same problem
 // (indices with the SPEC's invalid values mixed in, and one token with no valid key at all).
 struct MlaProblem {
+  std::string workload;  // the realistic inputs' measured statistics (MlaCase::score_std > 0)
   std::vector<uint8_t> q, kv;
   std::vector<int32_t> indices, topk_length;
   std::vector<float> sink;

@@ -4,7 +4,7 @@
 
 #include "common/validation.h"
 #include "fp8dsa/sparse_mla.h"
-#include "sparse_mla/fp8_launch.h"
+#include "sparse_mla/launch.h"
 
 namespace fp8dsa {
 namespace {
@@ -24,16 +24,15 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
 }
 
 // Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
-// call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated,
-// and a non-default one for the transposed small-head kernel or the 2-CTA cluster kernel (both
-// built for the default only).
+// call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated, and
+// a non-default one for the transposed small-head kernel (built for the default only).
 TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
-  for (int h : {8, 16, 32}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
-  for (int h : {64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
   for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::transposed_by_default(h)) << h;
   for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::transposed_by_default(h)) << h;
-  EXPECT_TRUE(sparse_mla::is_instantiated_qk_groups(sparse_mla::kDefaultQkGroups));
-  EXPECT_FALSE(sparse_mla::is_instantiated_qk_groups(4));
+  EXPECT_TRUE(sparse_mla::is_instantiated_qk_chains(sparse_mla::kDefaultQkChains));
+  EXPECT_FALSE(sparse_mla::is_instantiated_qk_chains(4));
 
   SparseMlaParams p;
   p.num_tokens = 4;
@@ -48,20 +47,15 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   for (int h : {16, 64}) {
     p.num_heads = h;
     ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
-    const Status s = sparse_mla::launch_sparse_mla_fp8(p, 4);
+    const Status s = sparse_mla::launch_sparse_mla_fp8(p, {4, sparse_mla::SmallHeads::kDefault});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find("qk_groups"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("qk_chains"), std::string::npos) << s.message();
   }
   p.num_heads = 16;
-  const Status s = sparse_mla::launch_sparse_mla_fp8(p, 1);  // instantiated for h >= 64 only
+  const int other = sparse_mla::kDefaultQkChains == 6 ? 9 : 6;
+  const Status s = sparse_mla::launch_sparse_mla_fp8(p, {other, sparse_mla::SmallHeads::kDefault});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
-  p.num_heads = 128;
-  ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
-  const Status c = sparse_mla::launch_sparse_mla_fp8(p, 1, sparse_mla::SmallHeads::kDefault,
-                                                      sparse_mla::HeadPairs::kCluster);
-  EXPECT_EQ(c.code(), StatusCode::kInvalidArgument) << c.to_string();
-  EXPECT_NE(c.message().find("HeadPairs::kSeparate"), std::string::npos) << c.message();
 }
 
 }  // namespace

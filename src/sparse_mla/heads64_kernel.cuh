@@ -1,0 +1,391 @@
+// The native FP8 sparse MLA kernel for one (token, 64-head block) per CTA: QK^T and P.V both on the
+// e4m3 tensor cores (SASS QGMMA). Roles and shared-memory plan: config.h (Heads64Config).
+//
+// Per 64-key tile t:
+//   value groups (w = 0, 1): V^T fragments of t from the gathered rows -> wait for P(t) -> rescale
+//     O^T if the tile moved a reference max -> O^T += V^T P^T -> release the P slot -> refill their
+//     share of t's K stage with tile t + kNumKStages;
+//   score group: wait for tile t -> S = Q K^T (QK^T chains) -> mask invalid keys -> online softmax
+//     of all 64 heads -> P(t), the rescale factors and flags into P slot t % kNumPSlots.
+// The score group runs up to kNumPSlots tiles ahead of the value groups, so its softmax overlaps
+// their P.V and its QK^T of the next tile their refill.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "hopper/mbarrier.cuh"
+#include "hopper/smem_access.cuh"
+#include "hopper/smem_descriptor.h"
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/config.h"
+#include "sparse_mla/gather.cuh"
+#include "sparse_mla/kernel_args.h"
+#include "sparse_mla/online_softmax.cuh"
+#include "sparse_mla/pipeline.cuh"
+#include "sparse_mla/score_gemm.cuh"
+#include "sparse_mla/value_gemm.cuh"
+
+namespace fp8dsa::sparse_mla {
+namespace heads64 {
+
+using C = Heads64Config;
+using hopper::Swizzle;
+
+struct Barriers {
+  uint64_t* full;     // [kNumKStages] tile gathered: one cp.async arrival per value-group thread (256)
+  uint64_t* p_full;   // [kNumPSlots] P, alphas and flags of a tile written: the score group (128)
+  uint64_t* p_empty;  // [kNumPSlots] both value groups' P.V done with the slot (256)
+  uint64_t* q_full;   // Q gathered (256)
+};
+
+__device__ __forceinline__ Barriers barriers(uint8_t* smem) {
+  Barriers b;
+  b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
+  b.p_full = b.full + C::kNumKStages;
+  b.p_empty = b.p_full + C::kNumPSlots;
+  b.q_full = b.p_empty + C::kNumPSlots;
+  return b;
+}
+
+__device__ __forceinline__ void init_barriers(const Barriers& b) {
+  for (int s = 0; s < C::kNumKStages; ++s) hopper::mbarrier_init(&b.full[s], 128 * C::kNumValueGroups);
+  for (int s = 0; s < C::kNumPSlots; ++s) {
+    hopper::mbarrier_init(&b.p_full[s], 128);
+    hopper::mbarrier_init(&b.p_empty[s], 128 * C::kNumValueGroups);
+  }
+  hopper::mbarrier_init(b.q_full, 128 * C::kNumValueGroups);
+  hopper::mbarrier_init_fence();
+}
+
+// Tree reductions over the 16 registers of one accumulator row half (r with (r / 2) % 2 == h):
+// a linear chain costs the single score warp of each scheduler 16 dependent latencies.
+template <class Op>
+__device__ __forceinline__ float reduce_row_half(const float (&s)[32], int h, Op op) {
+  float v[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v[i] = s[4 * (i / 2) + 2 * h + i % 2];
+  // Level by level with constant trip counts (nested loops over a variable width stayed rolled and
+  // put v in local memory).
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = op(v[i], v[i + 8]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = op(v[i], v[i + 4]);
+  v[0] = op(v[0], v[2]);
+  v[1] = op(v[1], v[3]);
+  return op(v[0], v[1]);
+}
+
+// The score group (warpgroup 0). A thread holds rows (heads) row_lo and row_lo + 8 of the
+// accumulator and 16 of the tile's 64 keys (hopper/wgmma_layout.h: acc_row, acc_col); the quad of
+// 4 lanes sharing a row holds all of its keys. The loop is software-pipelined: the first two QK^T
+// chains of tile t + 1 run on the tensor cores while the softmax of tile t runs on the ALUs, and
+// every chain is complete at the loop edge (a wgmma in flight across it serialises all of them).
+template <int kQkChains>
+__device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
+                                            int64_t token, int head_block, int length, int num_tiles, int thread) {
+  using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
+  // Chains of the next tile issued before the softmax of this one: 2 (measured against 0, bench/RESULTS.md);
+  // more would not fit the score group's registers beside the current scores.
+  constexpr int kStart = kQkChains < 2 ? kQkChains : 2;
+  const int warp = thread / 32, lane = thread % 32;
+  const int row_lo = warp * 16 + lane / 4;
+  const int32_t* indices = p.indices + token * p.indices_stride;
+  const float scale_log2 = p.score_scale_log2;
+  const uint64_t desc_q = hopper::kmajor_descriptor(smem + C::kQOffset, Swizzle::k64B, C::kHeads, 0);
+  float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset);
+  uint32_t* flag_buf = reinterpret_cast<uint32_t*>(smem_ptr + C::kFlagOffset);
+
+  float thread_max[2] = {-INFINITY, -INFINITY};  // exact max of this thread's raw scores (-> max_logits)
+  float m_bound[2] = {-INFINITY, -INFINITY};     // running upper bound of the row max, scaled (log2)
+  float m_ref[2] = {-INFINITY, -INFINITY};       // the max P is taken against (online_softmax.cuh)
+  float sum_f32[2] = {0.0f, 0.0f};               // this thread's part of sum(P) in f32 (-> lse)
+  float sum_e4m3[2] = {0.0f, 0.0f};              // ... and of the quantised P that multiplies V (-> out)
+
+  // Lane l checks keys 2l and 2l + 1 of the tile (each warp the whole tile).
+  int32_t idx_even = index_at(indices, 2 * lane, length);
+  int32_t idx_odd = index_at(indices, 2 * lane + 1, length);
+  const auto start_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
+    const int stage = tile % C::kNumKStages;
+    wait_barrier(&bars.full[stage], (tile / C::kNumKStages) & 1);
+    hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
+    start_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q,
+                                                hopper::kmajor_descriptor(smem + C::kKOffset + stage * C::kKTileBytes,
+                                                                          Swizzle::k64B, C::kKeysPerTile, 0));
+  };
+  const auto finish_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
+    const int stage = tile % C::kNumKStages;
+    finish_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q,
+                                                 hopper::kmajor_descriptor(smem + C::kKOffset + stage * C::kKTileBytes,
+                                                                           Swizzle::k64B, C::kKeysPerTile, 0));
+  };
+  // Softmax of tile `tile` (its complete scores in s), P and the tile's rescale factors into its
+  // P slot (released by the caller); then the indices of the next tile.
+  const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
+    const uint32_t valid_even = __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv));
+    const uint32_t valid_odd = __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv));
+    if ((valid_even & valid_odd) != 0xffffffffu) {  // warp-uniform; most tiles are all valid
+      const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
+#pragma unroll
+      for (int r = 0; r < 32; ++r) {
+        // register r is key 2 * ((r / 4) * 4 + lane % 4) + r % 2
+        if ((((r % 2) ? odd : even) >> ((r / 4) * 4) & 1u) == 0) s[r] = -INFINITY;
+      }
+    }
+    const auto max_op = [](float x, float y) { return fmaxf(x, y); };
+    const float tile_max[2] = {reduce_row_half(s, 0, max_op), reduce_row_half(s, 1, max_op)};
+    const float2 bound = quad_max_bounds(tile_max[0], tile_max[1]);
+    float alpha[2], bias[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
+      alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
+    uint32_t pf[2][4];
+    p_fragment(pf[0], s, 0);
+    p_fragment(pf[1], s, 1);
+    const auto add_op = [](float x, float y) { return x + y; };
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // Row half h's quantised P: words pf[ks][h] and pf[ks][h + 2], two e4m3 pairs each.
+      __half2 q[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t word = pf[i / 2][h + 2 * (i % 2)];
+        q[2 * i] = e4m3x2_to_half2(word & 0xffffu);
+        q[2 * i + 1] = e4m3x2_to_half2(word >> 16);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[i] = __hadd2(q[i], q[i + 4]);
+      const float2 q2 = __half22float2(__hadd2(__hadd2(q[0], q[2]), __hadd2(q[1], q[3])));
+      sum_f32[h] = fmaf(sum_f32[h], alpha[h], reduce_row_half(s, h, add_op));
+      sum_e4m3[h] = fmaf(sum_e4m3[h], alpha[h], q2.x + q2.y);
+    }
+
+    // P into its slot, K-major [64 heads][64 keys] in the key order of key_order.h.
+    const int slot = tile % C::kNumPSlots;
+    if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
+    const uint32_t p_slot = smem + C::kPOffset + slot * C::kPSlotBytes;
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) hopper::sts32(p_slot + p_slot_offset(warp, lane, ks, j), pf[ks][j]);
+    // Every lane of a quad (warp) stores the same value: no lane test, whose lane id ptxas reloads
+    // with a slow S2R under register pressure.
+    alpha_buf[slot * C::kHeads + row_lo] = alpha[0];
+    alpha_buf[slot * C::kHeads + row_lo + 8] = alpha[1];
+    flag_buf[slot * 4 + warp] = __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f) ? 1u : 0u;
+    hopper::fence_proxy_async_smem();  // the P stores, for the value groups' wgmma
+    // Loaded after the fence (whose membar would wait for them), used a whole tile later.
+    idx_even = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane, length);
+    idx_odd = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane + 1, length);
+  };
+
+  // P(t) is released to the value groups only once the QK^T chains of tile t + 1 are complete: their
+  // P.V then runs on the tensor cores under the softmax of tile t + 1 instead of sharing them with
+  // (and slowing) the chains, which are the score group's critical path.
+  float s[32], s_next[32], part[2][32];
+  if (num_tiles > 0) {
+    wait_barrier(bars.q_full, 0);
+    hopper::fence_proxy_async_smem();  // cp.async wrote Q; wgmma reads it
+    start_scores(0, s, part);
+    finish_scores(0, s, part);
+  }
+  // The last tile is peeled: the next tile's chains go ahead only where there is one.
+  for (int tile = 0; tile + 1 < num_tiles; ++tile) {
+    start_scores(tile + 1, s_next, part);
+    softmax_and_publish(tile, s);
+    finish_scores(tile + 1, s_next, part);
+    hopper::mbarrier_arrive(&bars.p_full[tile % C::kNumPSlots]);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) s[r] = s_next[r];
+  }
+  if (num_tiles > 0) {
+    softmax_and_publish(num_tiles - 1, s);
+    hopper::mbarrier_arrive(&bars.p_full[(num_tiles - 1) % C::kNumPSlots]);
+  }
+
+  float* out_scale = reinterpret_cast<float*>(smem_ptr + C::kOutScaleOffset);
+  const int64_t head0 = int64_t{head_block} * C::kHeads;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row_lo + 8 * h;
+    const bool head_exists = head0 + row < p.num_heads;
+    const float sink = p.attn_sink != nullptr && head_exists ? p.attn_sink[head0 + row] : -INFINITY;
+    const RowResult rr = finish_row(quad_max(thread_max[h]) * scale_log2, m_ref[h], quad_sum(sum_f32[h]),
+                                    quad_sum(sum_e4m3[h]), sink, p.kv_scale);
+    if (lane % 4 == 0) {
+      out_scale[row] = rr.out_scale;
+      if (head_exists) {
+        const int64_t cell = token * p.num_heads + head0 + row;
+        p.lse[cell] = rr.lse;
+        if (p.max_logits != nullptr) p.max_logits[cell] = rr.max_logit;
+      }
+    }
+  }
+  hopper::named_barrier_sync(kBarrierEpilogue, C::kThreads);
+}
+
+// Value group w (warpgroups 1 and 2).
+template <int w>
+__device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
+                                            int64_t token, int head_block, int length, int num_tiles, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  const int row_in_pass = thread / kGatherThreadsPerRow;
+  const int column = 16 * (thread % kGatherThreadsPerRow);
+  const uint32_t share = smem + value_share_offset(thread);
+  const int32_t* indices = p.indices + token * p.indices_stride;
+
+  {  // Q: this group's share of the CTA's 64 heads (rows past num_heads zero-filled).
+    const uint8_t* q = p.q + token * p.q_token_stride + int64_t{head_block} * C::kHeads * p.q_head_stride;
+    const uint8_t* src[2];
+    bool valid[2];
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row = pass * kGatherRowsPerPass + row_in_pass;
+      valid[pass] = int64_t{head_block} * C::kHeads + row < p.num_heads;
+      src[pass] = (valid[pass] ? q + row * p.q_head_stride : p.q) + column;
+    }
+    gather_value_group_share<w>(share + C::kQOffset, src, valid);
+    hopper::cp_async_mbarrier_arrive_noinc(bars.q_full);
+  }
+  // The thread's rows of tile `tile`: positions 64 tile + 32 pass + thread / 4.
+  const auto load_indices = [&](int32_t (&idx)[2], int tile) {
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass)
+      idx[pass] = index_at(indices, tile * C::kKeysPerTile + pass * kGatherRowsPerPass + row_in_pass, length);
+  };
+  const auto gather_tile = [&](int tile, const int32_t (&idx)[2]) {
+    const uint8_t* src[2];
+    bool valid[2];
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      valid[pass] = index_valid(idx[pass], p.num_kv);
+      src[pass] = p.kv + (valid[pass] ? int64_t{idx[pass]} * p.kv_row_stride : 0) + column;
+    }
+    const int stage = tile % C::kNumKStages;
+    gather_value_group_share<w>(share + C::kKOffset + stage * C::kKTileBytes, src, valid);
+    hopper::cp_async_mbarrier_arrive_noinc(&bars.full[stage]);
+  };
+  // The first stages' indices all in flight before their gathers (one after the other, each
+  // gather waited for its own index loads: the start of every CTA).
+  int32_t first[C::kNumKStages][2];
+#pragma unroll
+  for (int tile = 0; tile < C::kNumKStages; ++tile) load_indices(first[tile], tile);
+#pragma unroll
+  for (int tile = 0; tile < C::kNumKStages; ++tile)
+    if (tile < num_tiles) gather_tile(tile, first[tile]);
+  int32_t next[2];
+  load_indices(next, C::kNumKStages);  // the first refill's rows
+
+  const ValueLoads loads = value_loads(w, thread);
+  const float* alpha_buf = reinterpret_cast<const float*>(smem_ptr + C::kAlphaOffset);
+  float o[4][32];
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+    for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int stage = tile % C::kNumKStages, slot = tile % C::kNumPSlots;
+    const uint32_t k_tile = smem + C::kKOffset + stage * C::kKTileBytes;
+    wait_barrier(&bars.full[stage], (tile / C::kNumKStages) & 1);
+    uint32_t frag[4][4];
+    load_value_fragments(frag, k_tile, loads, 0);
+    wait_barrier(&bars.p_full[slot], (tile / C::kNumPSlots) & 1);
+    uint32_t flags[4];
+    hopper::lds128(flags, smem + C::kFlagOffset + slot * 16);
+    if ((flags[0] | flags[1] | flags[2] | flags[3]) != 0u) {
+      // Registers 4c + {0, 2} of every block are head value_head(lane, c, 0), 4c + {1, 3} the next.
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const float2 a = *reinterpret_cast<const float2*>(alpha_buf + slot * C::kHeads + value_head(lane, c, 0));
+#pragma unroll
+        for (int mb = 0; mb < 4; ++mb) {
+          o[mb][4 * c + 0] *= a.x;
+          o[mb][4 * c + 1] *= a.y;
+          o[mb][4 * c + 2] *= a.x;
+          o[mb][4 * c + 3] *= a.y;
+        }
+      }
+    }
+    const uint64_t desc_p =
+        hopper::kmajor_descriptor(smem + C::kPOffset + slot * C::kPSlotBytes, Swizzle::k64B, C::kHeads, 0);
+    value_mma_step(o, frag, desc_p);
+    load_value_fragments(frag, k_tile, loads, 1);
+    value_mma_step(o, frag, hopper::advance_descriptor(desc_p, 32));
+    hopper::mbarrier_arrive(&bars.p_empty[slot]);
+    if (tile + C::kNumKStages < num_tiles) {
+      // Every thread of the group has read its V of this stage, and P(tile) showed the score
+      // group done with it: refill the group's share.
+      hopper::named_barrier_sync(kBarrierValueGroup + w, 128);
+      gather_tile(tile + C::kNumKStages, next);
+      load_indices(next, tile + C::kNumKStages + 1);
+    }
+  }
+  // No copy may outlive the thread that issued it (with no tiles, Q's was never waited for).
+  hopper::cp_async_commit_group();
+  hopper::cp_async_wait_group<0>();
+
+  // Epilogue: the score group's output scales, then each (head, 8 d_v columns) the thread holds as
+  // one 16-byte store; a warp's store covers 4 heads x 128 contiguous bytes.
+  hopper::named_barrier_sync(kBarrierEpilogue, C::kThreads);
+  const float* out_scale = reinterpret_cast<const float*>(smem_ptr + C::kOutScaleOffset);
+  const int64_t head0 = int64_t{head_block} * C::kHeads;
+  __nv_bfloat16* out = p.out + token * p.out_token_stride + head0 * p.out_head_stride + value_dv(w, warp, lane);
+#pragma unroll
+  for (int c = 0; c < 8; ++c)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int head = value_head(lane, c, e);
+      if (head0 + head >= p.num_heads) continue;  // h = 32 runs as one block with rows past h zero
+      const float f = out_scale[head];
+      uint32_t words[4];
+#pragma unroll
+      for (int mb = 0; mb < 4; ++mb) {
+        // block mb's row halves 0 / 1 are d_v columns 2 mb and 2 mb + 1 of the thread's eight
+        const __nv_bfloat162 v = __floats2bfloat162_rn(o[mb][4 * c + e] * f, o[mb][4 * c + 2 + e] * f);
+        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      *reinterpret_cast<uint4*>(out + head * p.out_head_stride) = make_uint4(words[0], words[1], words[2], words[3]);
+    }
+}
+
+}  // namespace heads64
+
+template <int kQkChains>
+__global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64_kernel(const KernelArgs p) {
+  using C = Heads64Config;
+  extern __shared__ uint8_t smem_raw[];
+  const SmemBase base = aligned_smem_base(smem_raw);
+  const heads64::Barriers bars = heads64::barriers(base.ptr);
+  if (threadIdx.x == 0) heads64::init_barriers(bars);
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  const int thread = threadIdx.x % 128;
+  // Each role reads its token and length after its setmaxnreg: values live across it got spilled.
+  if (wg == 0) {
+    hopper::warpgroup_reg_dealloc<C::kScoreRegs>();
+    const int64_t token = blockIdx.x / p.head_blocks;
+    const int length = token_length(p, token);
+    heads64::score_group<kQkChains>(p, base.address, base.ptr, bars, token, static_cast<int>(blockIdx.x % p.head_blocks),
+                                    length, tile_count(length), thread);
+  } else {
+    hopper::warpgroup_reg_alloc<C::kValueRegs>();
+    const int64_t token = blockIdx.x / p.head_blocks;
+    const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
+    const int length = token_length(p, token);
+    if (wg == 1) {
+      heads64::value_group<0>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+    } else {
+      heads64::value_group<1>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+    }
+  }
+}
+
+}  // namespace fp8dsa::sparse_mla

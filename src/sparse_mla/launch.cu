@@ -1,0 +1,91 @@
+// Host side of the native FP8 sparse MLA kernels: resolves strides, folds the scales and launches
+// the 64-head kernel (one CTA per token and 64-head block: h = 128 gives two CTAs per token that
+// share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
+// transposed small-head kernel (one CTA per token).
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "sparse_mla/config.h"
+#include "sparse_mla/launch.h"
+
+namespace fp8dsa::sparse_mla {
+
+bool fp8_kernel_supports(const SparseMlaParams& params) {
+  return (params.num_heads % Heads64Config::kHeads == 0 || params.num_heads < Heads64Config::kHeads) &&
+         params.num_heads > 0 && params.d_qk == MlaShape::kDqk && params.d_v == MlaShape::kDv &&
+         params.q_dtype == DType::kE4M3 && params.kv_dtype == DType::kE4M3 && params.out_dtype == DType::kBF16;
+}
+
+namespace {
+
+template <int kQkChains = kQkChainChoices[0], int... kRest>
+Status launch_heads64_chains(const Fp8Tuning& tuning, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+  const int qk_chains = tuning.qk_chains;
+  if (qk_chains == kQkChains) return launch_heads64<kQkChains>(args, blocks, stream);
+  if constexpr (sizeof...(kRest) > 0) {
+    return launch_heads64_chains<kRest...>(tuning, args, blocks, stream);
+  } else {
+    return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated");
+  }
+}
+
+}  // namespace
+
+Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tuning) {
+  if (!fp8_kernel_supports(params)) {
+    return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
+                           "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
+  }
+  if (!is_instantiated_qk_chains(tuning.qk_chains)) {
+    return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(tuning.qk_chains) +
+                            " is not instantiated (6, 9, 18)");
+  }
+  const SparseMlaParams r = params.resolved();
+  const bool transposed = tuning.small_heads == SmallHeads::kTransposed ? has_transposed_kernel(r.num_heads)
+                          : tuning.small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
+                                                                        : false;
+  if (transposed && tuning.qk_chains != kDefaultQkChains) {
+    return invalid_argument("sparse_mla fp8: the h < 64 kernel is built for qk_chains " +
+                            std::to_string(kDefaultQkChains) + " only");
+  }
+  if (r.num_tokens == 0) return Status::ok();
+  const int64_t head_blocks = transposed ? 1 : (r.num_heads + Heads64Config::kHeads - 1) / Heads64Config::kHeads;
+  const int64_t blocks = r.num_tokens * head_blocks;
+  if (blocks > std::numeric_limits<int32_t>::max()) {
+    return invalid_argument("sparse_mla fp8: num_tokens * ceil(num_heads / 64) (" + std::to_string(blocks) +
+                            ") exceeds the grid limit 2^31 - 1");
+  }
+  KernelArgs k{};
+  k.q = static_cast<const uint8_t*>(r.q);
+  k.q_token_stride = r.q_token_stride;
+  k.q_head_stride = r.q_head_stride;
+  // With N = 0 every row is zero-filled and kv may be null; cp.async still wants a mapped source.
+  k.kv = static_cast<const uint8_t*>(r.num_kv > 0 ? r.kv : r.q);
+  k.kv_row_stride = r.kv_row_stride;
+  k.num_kv = r.num_kv;
+  k.indices = r.indices;
+  k.indices_stride = r.indices_stride;
+  k.topk = r.topk;
+  k.topk_length = r.topk_length;
+  k.attn_sink = r.attn_sink;
+  k.score_scale_log2 = static_cast<float>(double{r.q_scale} * r.kv_scale * r.sm_scale * 1.4426950408889634);
+  k.kv_scale = r.kv_scale;
+  k.out = static_cast<__nv_bfloat16*>(r.out);
+  k.out_token_stride = r.out_token_stride;
+  k.out_head_stride = r.out_head_stride;
+  k.lse = r.lse;
+  k.max_logits = r.max_logits;
+  k.num_heads = r.num_heads;
+  k.head_blocks = static_cast<int>(head_blocks);
+  if (!(k.score_scale_log2 > 0.0f) || !std::isfinite(k.score_scale_log2)) {
+    return invalid_argument("sparse_mla fp8: q_scale * kv_scale * sm_scale must be a finite positive f32");
+  }
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (transposed) {
+    return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
+  }
+  return launch_heads64_chains<kQkChainChoices[0], kQkChainChoices[1], kQkChainChoices[2]>(tuning, k, grid, r.stream);
+}
+
+}  // namespace fp8dsa::sparse_mla

@@ -1,0 +1,48 @@
+// Internal: the host side of the native FP8 sparse MLA kernels (launch.cu) and the choices a test
+// or a tuning run may make beyond what SparseMlaParams says.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "fp8dsa/sparse_mla.h"
+#include "fp8dsa/status.h"
+#include "sparse_mla/kernel_args.h"
+
+namespace fp8dsa::sparse_mla {
+
+// QK^T runs as this many wgmma chains added in f32 (score_gemm.cuh): the tradeoff between score
+// accuracy (lse, max_logits) and speed. Instantiated: kQkChainChoices.
+constexpr int kDefaultQkChains = 9;
+constexpr int kQkChainChoices[] = {6, 9, 18};
+constexpr bool is_instantiated_qk_chains(int qk_chains) {
+  for (int c : kQkChainChoices)
+    if (c == qk_chains) return true;
+  return false;
+}
+
+// How h < 64 runs: the transposed-orientation kernel (keys as the MMA rows, heads as its N:
+// small_heads_kernel.cuh, built for h in {8, 16}), or the 64-head kernel with its rows past h zero.
+// kDefault takes the faster one as measured on the H200 (bench/RESULTS.md).
+enum class SmallHeads { kDefault, kTransposed, kPadded };
+constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || num_heads == 16; }
+constexpr bool transposed_by_default(int num_heads) { return num_heads == 8 || num_heads == 16; }
+
+struct Fp8Tuning {
+  int qk_chains = kDefaultQkChains;
+  SmallHeads small_heads = SmallHeads::kDefault;
+};
+
+// True where an FP8 tensor-core kernel exists for these (validated) params: e4m3 q / kv, d_qk 576,
+// d_v 512, bf16 out, any SPEC head count.
+bool fp8_kernel_supports(const SparseMlaParams& params);
+
+// Launches it on params.stream. Expects validate(params) to have passed.
+Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tuning = {});
+
+// One per instantiation file (heads64_qk_chains*.cu, small_heads_h*.cu).
+template <int kQkChains>
+Status launch_heads64(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+template <int kH>
+Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+
+}  // namespace fp8dsa::sparse_mla

@@ -1,0 +1,34 @@
+// Internal, host code of the instantiation files: sets a warp-specialised kernel's shared-memory
+// limit, checks the registers its setmaxnreg split assumes, and launches it.
+#pragma once
+
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "core/cuda_check.h"
+#include "fp8dsa/status.h"
+#include "sparse_mla/kernel_args.h"
+
+namespace fp8dsa::sparse_mla {
+
+// pool_regs: the registers per thread the kernel's setmaxnreg split needs at entry (config.h).
+inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_bytes, int threads, int pool_regs,
+                                      const std::string& name, const KernelArgs& args, unsigned blocks,
+                                      cudaStream_t stream) {
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  // If ptxas ever gives the kernel fewer registers than the split assumes, a warpgroup's
+  // setmaxnreg.inc would wait forever: refuse to launch.
+  cudaFuncAttributes attributes{};
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.numRegs < pool_regs) {
+    return not_implemented(name + ": built with " + std::to_string(attributes.numRegs) +
+                           " registers per thread, too few for its setmaxnreg split (needs " +
+                           std::to_string(pool_regs) + ")");
+  }
+  kernel<<<blocks, threads, smem_bytes, stream>>>(args);
+  FP8DSA_RETURN_IF_LAUNCH_FAILED(name.c_str());
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::sparse_mla

@@ -1,0 +1,117 @@
+// The online softmax of the FP8 sparse MLA kernels, in one place for both of them: the lazily moved
+// reference max, P quantised to e4m3, the row sums and the final lse / output scale / sink. Scores
+// are in log2 units after scaling (s * score_scale_log2).
+//
+// P = 2^kPBiasLog2 * exp2(s - m_ref) is stored as e4m3. m_ref moves (and O and the sums are
+// rescaled by alpha = exp2(m_ref_old - m_ref_new)) only when the true max has grown by more than
+// kLazyRescaleLog2 since m_ref was set, so rescales are rare and P <= 2^8 < 448. Two row sums are
+// kept: of the f32 P (-> lse) and of the quantised P that multiplies V (-> the normalisation of
+// out, so that the weights applied to V sum to 1 exactly).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "sparse_mla/config.h"
+#include "sparse_mla/key_order.h"
+
+namespace fp8dsa::sparse_mla {
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Max / sum over the four lanes of a quad (the threads that share an accumulator row).
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Upper bounds of the maxima of two quad rows (a for one row, b for the other, each this thread's
+// max), in one pair of shuffles: each value rounded up to bf16 (an upper bound within 2^-8
+// relative), the two packed into one word, maximised across the quad as bf16x2. A bound serves as
+// the softmax reference as well as the exact max would (P stays <= 2^8); the exact max, needed only
+// for max_logits, each thread keeps itself and the quad reduces once at the end.
+__device__ __forceinline__ uint32_t bf16_bits_rounded_up(float x) {
+  const uint32_t b = __float_as_uint(x);
+  return (b & 0x80000000u) ? (b & 0xFFFF0000u) : ((b + 0xFFFFu) & 0xFFFF0000u);  // truncation raises a negative
+}
+__device__ __forceinline__ float2 quad_max_bounds(float a, float b) {
+  uint32_t packed = (bf16_bits_rounded_up(a) >> 16) | bf16_bits_rounded_up(b);
+#pragma unroll
+  for (int mask = 1; mask <= 2; mask <<= 1) {
+    const uint32_t other = __shfl_xor_sync(0xffffffffu, packed, mask);
+    uint32_t r;
+    asm("max.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(packed), "r"(other));
+    packed = r;
+  }
+  return make_float2(__uint_as_float(packed << 16), __uint_as_float(packed & 0xFFFF0000u));
+}
+
+// Two f32 -> two e4m3 in the low 16 bits (lo in byte 0), round to nearest, saturating.
+__device__ __forceinline__ uint32_t pack_e4m3x2(float lo, float hi) {
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+}
+
+// The f16x2 value of two packed e4m3 bytes (exact: every e4m3 value is an f16 value).
+__device__ __forceinline__ __half2 e4m3x2_to_half2(uint32_t bits) {
+  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(bits), __NV_E4M3);
+  return __half2(raw);
+}
+
+// One step of the lazy rescale for a row whose max so far is m_true (updated here with tile_max)
+// and whose reference is m_ref. Returns alpha, the factor for O and the sums (1 when m_ref stays;
+// 0 the first time a valid key appears, m_ref being -inf), and sets the bias that P adds to the
+// scaled score: P = exp2(s + bias).
+__device__ __forceinline__ float lazy_rescale(float tile_max, float& m_true, float& m_ref, float& bias) {
+  m_true = fmaxf(m_true, tile_max);
+  float alpha = 1.0f;
+  if (m_true > m_ref + MlaShape::kLazyRescaleLog2) {  // false while every key so far is invalid
+    alpha = fast_exp2(m_ref - m_true);
+    m_ref = m_true;
+  }
+  bias = m_ref == -INFINITY ? 0.0f : MlaShape::kPBiasLog2 - m_ref;
+  return alpha;
+}
+
+// The results of one (token, head) row from its final state.
+struct RowResult {
+  float lse;         // natural log; +inf when no key was valid
+  float max_logit;   // natural-log units; -inf when no key was valid
+  float out_scale;   // what O (the sum of quantised P times V) is multiplied by
+};
+
+// sink: the head's sink logit, -inf for none (then the factor is 1; +inf makes out 0).
+__device__ __forceinline__ RowResult finish_row(float m_true, float m_ref, float sum_f32, float sum_e4m3, float sink,
+                                                float kv_scale) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  RowResult r;
+  const bool any_valid = sum_f32 > 0.0f;
+  r.lse = any_valid ? (m_ref + log2f(sum_f32) - MlaShape::kPBiasLog2) * kLn2 : INFINITY;
+  r.max_logit = any_valid ? m_true * kLn2 : -INFINITY;
+  const float sink_factor = 1.0f / (1.0f + expf(sink - r.lse));
+  r.out_scale = any_valid ? kv_scale * sink_factor / sum_e4m3 : 0.0f;
+  return r;
+}
+
+// The wgmma A fragment (m64k32, 8-bit) of P for k-step ks (keys 32ks..32ks+31) from the
+// probabilities in the thread's m64n64 accumulator registers, with no data movement between threads
+// (key_order.h: p_fragment_register; the same words are P's rows in shared memory).
+__device__ __forceinline__ void p_fragment(uint32_t (&frag)[4], const float* p, int ks) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    frag[j] = pack_e4m3x2(p[p_fragment_register(ks, j, 0)], p[p_fragment_register(ks, j, 1)]) |
+              (pack_e4m3x2(p[p_fragment_register(ks, j, 2)], p[p_fragment_register(ks, j, 3)]) << 16);
+  }
+}
+
+}  // namespace fp8dsa::sparse_mla

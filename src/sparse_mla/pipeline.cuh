@@ -1,0 +1,56 @@
+// Pieces of the sparse MLA kernels' pipelines that are neither a GEMM nor the softmax: the
+// mbarrier wait (optionally bounded, for debugging a stuck pipeline) and the CTA's aligned shared
+// memory base.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda/ptx>
+
+#include "hopper/mbarrier.cuh"
+#include "hopper/warpgroup.cuh"
+
+namespace fp8dsa::sparse_mla {
+
+#if defined(FP8DSA_MLA_HANG_CHECK)
+// A wait this long is a pipeline bug: a CTA's whole key loop takes microseconds (well under a
+// second even under compute-sanitizer).
+constexpr uint64_t kHangCheckNs = 10'000'000'000ull;
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  return ns;
+}
+#endif
+
+// Waits for the phase of `bar` with this parity. With FP8DSA_MLA_HANG_CHECK (a debugging build
+// option, off by default) it traps after kHangCheckNs instead of hanging, so that a pipeline bug
+// fails a test with an error; a trap in a warpgroup that issues wgmma makes ptxas serialise its
+// wgmmas (C7510), so such a build is for finding hangs, not for timing. The bound is time, not a
+// count of tries: one try_wait may suspend the thread for a hardware-chosen while.
+__device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
+#if defined(FP8DSA_MLA_HANG_CHECK)
+  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
+  const uint64_t start = global_timer_ns();
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    if (global_timer_ns() - start > kHangCheckNs) __trap();
+  }
+#else
+  hopper::mbarrier_wait(bar, parity);
+#endif
+}
+
+// The dynamic shared memory base aligned to 1024 bytes (wgmma descriptors assume every tile starts
+// on a swizzle-pattern boundary), as a shared address and as a generic pointer.
+struct SmemBase {
+  uint32_t address;
+  uint8_t* ptr;
+};
+__device__ __forceinline__ SmemBase aligned_smem_base(uint8_t* smem_raw) {
+  const uint32_t raw = hopper::smem_address(smem_raw);
+  const uint32_t aligned = (raw + 1023u) & ~1023u;
+  return {aligned, smem_raw + (aligned - raw)};
+}
+
+}  // namespace fp8dsa::sparse_mla

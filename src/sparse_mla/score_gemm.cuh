@@ -1,0 +1,110 @@
+// The score GEMM of the FP8 sparse MLA kernels: S = A B^T over the 576-byte rows, 18 e4m3 wgmma
+// k-steps of 32 bytes, both operands K-major SW64 tiles in shared memory.
+//
+// Precision: the e4m3 wgmma does not accumulate in full f32 (its adder keeps about 13 mantissa
+// bits, truncating), so a long chain of k-steps into one accumulator loses the low bits of every
+// step's products against the growing sum. The k-steps therefore run as kQkChains chains, each
+// into a fresh accumulator, whose results are added in f32 ("QK^T chains"; DeepGEMM promotes every
+// 4 k-steps alike). More chains: smaller score error, more f32 adds and accumulator registers.
+#pragma once
+
+#include <cstdint>
+
+#include "hopper/smem_descriptor.h"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/config.h"
+
+namespace fp8dsa::sparse_mla {
+
+// Byte offset of k-step ks (32 bytes) in a K-major SW64 tile of `rows` rows: the same offset of the
+// descriptor start address as kmajor_descriptor computes, so descriptors are built once and
+// advanced by constants (recomputing them cost ~25 instructions per wgmma).
+__host__ __device__ constexpr uint32_t kstep_offset(int rows, int ks) {
+  return static_cast<uint32_t>((ks * 32 / 64) * rows * 64 + (ks * 32) % 64);
+}
+
+// The score GEMM's shape: A (M = 64 rows) times B (kN rows). The 64-head kernel has A = Q (64
+// heads) and B = the K tile (64 keys); the small-head kernel the transposed orientation, A = the K
+// tile and B = Q (kN = h heads).
+template <int kNT, int kRowsAT>
+struct ScoreShape {
+  static constexpr int kN = kNT, kRowsA = kRowsAT, kRowsB = kNT, kAccRegs = kNT / 2;
+};
+
+// Issues score k-steps [kFirst, kFirst + kCount) into acc (the first one overwrites it). desc_a /
+// desc_b: descriptors of k-step 0 of the A and B tiles.
+template <class S, int kFirst, int kCount>
+__device__ __forceinline__ void issue_qk(float (&acc)[S::kAccRegs], uint64_t desc_a, uint64_t desc_b) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) {
+    hopper::WgmmaE4m3<S::kN>::ss(acc, hopper::advance_descriptor(desc_a, kstep_offset(S::kRowsA, kFirst + i)),
+                                 hopper::advance_descriptor(desc_b, kstep_offset(S::kRowsB, kFirst + i)), i > 0);
+  }
+}
+
+// Issues chain c of kQkChains into acc as one committed wgmma group.
+template <class S, int kQkChains, int c>
+__device__ __forceinline__ void issue_qk_chain(float (&acc)[S::kAccRegs], uint64_t desc_a, uint64_t desc_b) {
+  constexpr int kSteps = MlaShape::kQkSteps / kQkChains;
+  hopper::wgmma_fence_operands(acc);
+  hopper::wgmma_fence();
+  issue_qk<S, c * kSteps, kSteps>(acc, desc_a, desc_b);
+  hopper::wgmma_commit_group();
+}
+
+// s += part, once the wgmmas that wrote both are complete (the register fences keep the adds
+// after the wait that precedes the call).
+template <int kRegs>
+__device__ __forceinline__ void add_into(float (&s)[kRegs], float (&part)[kRegs]) {
+  hopper::wgmma_fence_operands(s);
+  hopper::wgmma_fence_operands(part);
+#pragma unroll
+  for (int r = 0; r < kRegs; ++r) s[r] += part[r];
+}
+
+// All kQkChains chains with two of them in flight behind the one being added, so that the tensor
+// pipe never waits for the f32 adds: chain 0 goes into s, chain c >= 1 into part[(c - 1) % 2];
+// before chain c >= 3 reuses its accumulator, chain c - 2 (its previous user) is waited for and
+// added. start_qk_chains issues the first kStart chains (each its own committed group, at most 3);
+// finish_qk_chains<..., kStart> the rest, and returns with every chain complete and added into s.
+// A caller may run other work between the two (with kStart = 2, part[1] stays free for it; with
+// kStart = kStartedQkChains, older wgmma groups can be waited for with wgmma_wait_group<kStart>).
+// Compile-time throughout: a wait count chosen at run time makes ptxas serialise every wgmma (C7514).
+template <int kQkChains>
+constexpr int kStartedQkChains = kQkChains < 3 ? kQkChains : 3;
+
+template <class S, int kQkChains, int kStart = kStartedQkChains<kQkChains>>
+__device__ __forceinline__ void start_qk_chains(float (&s)[S::kAccRegs], float (&part)[2][S::kAccRegs],
+                                                uint64_t desc_a, uint64_t desc_b) {
+  static_assert(MlaShape::kQkSteps % kQkChains == 0, "QK^T chains split the 18 k-steps evenly");
+  static_assert(kStart >= 1 && kStart <= kStartedQkChains<kQkChains>, "chains 0..2 at most go ahead");
+  issue_qk_chain<S, kQkChains, 0>(s, desc_a, desc_b);
+  if constexpr (kStart > 1) issue_qk_chain<S, kQkChains, 1>(part[0], desc_a, desc_b);
+  if constexpr (kStart > 2) issue_qk_chain<S, kQkChains, 2>(part[1], desc_a, desc_b);
+}
+
+template <class S, int kQkChains, int c = kStartedQkChains<kQkChains>>
+__device__ __forceinline__ void finish_qk_chains(float (&s)[S::kAccRegs], float (&part)[2][S::kAccRegs],
+                                                 uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (c < kQkChains && c < 3) {
+    // Chains 1 and 2 take accumulators nobody used yet.
+    issue_qk_chain<S, kQkChains, c>(part[c - 1], desc_a, desc_b);
+    finish_qk_chains<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
+  } else if constexpr (c < kQkChains) {
+    hopper::wgmma_wait_group<1>();  // chain c - 2 (and every one before it) is complete
+    add_into(s, part[(c - 1) % 2]);
+    issue_qk_chain<S, kQkChains, c>(part[(c - 1) % 2], desc_a, desc_b);
+    finish_qk_chains<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
+  } else {
+    // In flight now: chains kQkChains - 2 and kQkChains - 1 (or chain 0 alone).
+    if constexpr (kQkChains > 1) {
+      hopper::wgmma_wait_group<1>();
+      if constexpr (kQkChains > 2) add_into(s, part[(kQkChains - 3) % 2]);
+    }
+    hopper::wgmma_wait_group<0>();
+    hopper::wgmma_fence_operands(s);
+    if constexpr (kQkChains > 1) add_into(s, part[(kQkChains - 2) % 2]);
+  }
+}
+
+}  // namespace fp8dsa::sparse_mla

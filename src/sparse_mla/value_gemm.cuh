@@ -1,0 +1,43 @@
+// The 64-head kernel's P.V, in the transposed orientation O^T[d_v][heads] += V^T . P^T, so that no
+// transposed copy of V is ever written: e4m3 wgmma takes only K-major operands, and with V^T as the
+// *register* A operand its fragments can be assembled from plain shared loads of the gathered
+// (K-major [keys][576]) rows and byte permutes. The layout: value_layout.h.
+#pragma once
+
+#include <cstdint>
+
+#include "hopper/smem_access.cuh"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/value_layout.h"
+
+namespace fp8dsa::sparse_mla {
+
+// The A fragments of k-step ks from the K tile at shared address k_tile.
+__device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
+                                                     int ks) {
+  build_value_fragments(frag, v, ks, [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
+}
+
+// O^T[mb] += V^T[mb] . P^T for one k-step, committed and waited for (the fragments may be reused
+// on return).
+__device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_p) {
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) {
+    hopper::wgmma_fence_operands(o[mb]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(frag[mb][j]);
+  }
+  hopper::wgmma_fence();
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) hopper::WgmmaE4m3<64>::rs(o[mb], frag[mb], desc_p, true);
+  hopper::wgmma_commit_group();
+  hopper::wgmma_wait_group<0>();
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) {
+    hopper::wgmma_fence_operands(o[mb]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(frag[mb][j]);
+  }
+}
+
+}  // namespace fp8dsa::sparse_mla

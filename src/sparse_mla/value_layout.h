@@ -1,0 +1,113 @@
+// Where the 64-head kernel's P.V finds and puts its data (host and device, so that the whole layout
+// is checked on the CPU: tests/sparse_mla/value_layout_test.cpp).
+//
+// O^T[d_v][heads] += V^T . P^T, V^T the register A operand, P^T [64 heads][64 keys] the shared B
+// operand (K-major SW64, keys in the order of key_order.h). A value group w holds O^T for d_v
+// [256w, 256w + 256) as 4 m64n64 accumulators (blocks mb). Both the d_v order inside a block and the
+// key order along K are free, so each thread's fragments come from contiguous, conflict-free loads:
+//   - d_v: the two M rows (16 warp + lane/4 and + 8) a thread holds in each of the 4 blocks, 8 rows
+//     in all, are the 8 consecutive columns value_dv(w, warp, lane, 0) + {2 mb + row half}: one
+//     8-byte load per key, all of a warp's inside one 64-byte atom; the epilogue undoes the order;
+//   - keys: thread t = lane % 4 needs keys 8c + 2t + {0, 1} (c = 0..7). A warp's 8-byte loads of one
+//     instruction hit 32 distinct banks when lanes with odd t load their two keys in the other order.
+#pragma once
+
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "hopper/byte_perm.h"
+#include "sparse_mla/config.h"
+
+namespace fp8dsa::sparse_mla {
+
+// The first of the 8 d_v columns thread (warp, lane) of value group w holds; block mb's row half hh
+// is column value_dv(...) + 2 mb + hh.
+FP8DSA_HOST_DEVICE constexpr int value_dv(int w, int warp, int lane) {
+  return Heads64Config::kDvPerValueGroup * w + 64 * warp + 8 * (lane / 4);
+}
+
+// The heads of a thread's accumulator registers (the N of m64n64): register 4c + 2hh + e is head
+// 8c + 2 (lane % 4) + e (hopper::acc_col).
+FP8DSA_HOST_DEVICE constexpr int value_head(int lane, int c, int e) { return 8 * c + 2 * (lane % 4) + e; }
+
+// A thread's constants for its V^T loads: byte offsets within a K tile of its two loads for key
+// group c = 0 (load x reads key 2t + (x ^ t % 2); group c adds 512 c) and the byte-permute selectors
+// that put a loaded key pair back in key order.
+struct ValueLoads {
+  uint32_t offset[2];
+  uint32_t sel_lo, sel_hi;
+};
+
+FP8DSA_HOST_DEVICE ValueLoads value_loads(int w, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  const int r = lane / 4, t = lane % 4;
+  constexpr int kAtomBytes = MlaShape::kKeysPerTile * 64;
+  const uint32_t atom = static_cast<uint32_t>(value_dv(w, warp, lane) / 64) * kAtomBytes;
+  // Column 8r of the atom in row k sits in 16-byte chunk (r / 2) ^ ((k / 2) % 4) = (r / 2) ^ t.
+  const uint32_t column = static_cast<uint32_t>((((r / 2) ^ t) << 4) + 8 * (r % 2));
+  ValueLoads v{};
+  for (int x = 0; x < 2; ++x) v.offset[x] = atom + static_cast<uint32_t>(2 * t + (x ^ (t % 2))) * 64 + column;
+  v.sel_lo = t % 2 ? 0x1504u : 0x5140u;  // bytes 0, 1 of the key pair interleaved: [A0 B0 A1 B1]
+  v.sel_hi = t % 2 ? 0x3726u : 0x7362u;  // bytes 2, 3: [A2 B2 A3 B3]
+  return v;
+}
+
+// The A fragments of k-step ks for the 4 blocks: frag[mb][j] holds V^T row (2 mb + j % 2) of the
+// thread's 8 columns at K bytes 16 (j / 2) + 4t .. + 3 of the step, i.e. keys 8c + 2t + {0, 1} for
+// c = 4 ks + 2 (j / 2) + {0, 1}, in that byte order (key_order.h). load8(offset, words) reads the 8
+// bytes at that offset of the K tile.
+template <class Load8>
+FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const ValueLoads& v, int ks, Load8&& load8) {
+#pragma unroll
+  for (int jh = 0; jh < 2; ++jh) {
+    uint32_t raw[2][2][2];  // [key group c - (4 ks + 2 jh)][load order][d_v bytes 0-3 / 4-7]
+#pragma unroll
+    for (int bc = 0; bc < 2; ++bc)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) load8(v.offset[x] + static_cast<uint32_t>(4 * ks + 2 * jh + bc) * 512, raw[bc][x]);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      // 4 keys A, B (group bc = 0) and C, D (bc = 1), 4 d_v bytes each -> 4 words [A_i B_i C_i D_i].
+      const uint32_t t0 = hopper::byte_perm(raw[0][0][half], raw[0][1][half], v.sel_lo);
+      const uint32_t t1 = hopper::byte_perm(raw[0][0][half], raw[0][1][half], v.sel_hi);
+      const uint32_t t2 = hopper::byte_perm(raw[1][0][half], raw[1][1][half], v.sel_lo);
+      const uint32_t t3 = hopper::byte_perm(raw[1][0][half], raw[1][1][half], v.sel_hi);
+      const uint32_t words[4] = {hopper::byte_perm(t0, t2, 0x5410u), hopper::byte_perm(t0, t2, 0x7632u),
+                                 hopper::byte_perm(t1, t3, 0x5410u), hopper::byte_perm(t1, t3, 0x7632u)};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int d = 4 * half + i;
+        frag[d / 2][2 * jh + d % 2] = words[i];
+      }
+    }
+  }
+}
+
+// The value group's gather (gather.cuh: gather_value_group_share): thread `thread` copies, for both
+// passes p (rows 32p + thread / 4), 16-byte chunk thread % 4 of the atoms value_share_atom(w, m),
+// m = 0..4, where m = 4 (the rope) is copied by pass w only. Its shared offset in any tile is
+// value_share_offset(thread) + 4096 atom + 2048 p: the swizzle of row 32p + r (XOR of the chunk with
+// (row / 2) % 4) depends neither on p nor on the atom.
+constexpr int kValueShareAtoms = Heads64Config::kDvPerValueGroup / 64 + 1;
+FP8DSA_HOST_DEVICE constexpr int value_share_atom(int w, int m) {
+  return m < kValueShareAtoms - 1 ? (kValueShareAtoms - 1) * w + m : MlaShape::kDqk / 64 - 1;
+}
+FP8DSA_HOST_DEVICE constexpr bool value_share_copies(int w, int pass, int m) {
+  return m < kValueShareAtoms - 1 || pass == w;
+}
+FP8DSA_HOST_DEVICE constexpr uint32_t value_share_offset(int thread) {
+  const int quarter = thread % 4, row_in_pass = thread / 4;
+  return static_cast<uint32_t>(row_in_pass * 64 + ((quarter ^ ((row_in_pass / 2) % 4)) << 4));
+}
+
+// Byte offset in a P slot ([64 heads][64 keys] K-major SW64) of the score group's word pf[ks][j]
+// (online_softmax.cuh: p_fragment) of thread (warp, lane): row 16 warp + lane / 4 + 8 (j % 2), K
+// bytes 32 ks + 16 (j / 2) + 4 (lane % 4) .. + 3, swizzled with (row / 2) % 4 = lane / 8. A warp's
+// 32 stores of one word hit 32 banks.
+FP8DSA_HOST_DEVICE constexpr uint32_t p_slot_offset(int warp, int lane, int ks, int j) {
+  const int row = 16 * warp + lane / 4;
+  const int chunk = 2 * ks + j / 2;
+  return static_cast<uint32_t>(row * 64 + ((chunk ^ (lane / 8)) << 4) + 4 * (lane % 4) + 512 * (j % 2));
+}
+
+}  // namespace fp8dsa::sparse_mla

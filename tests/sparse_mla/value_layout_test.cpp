@@ -1,0 +1,171 @@
+// The 64-head kernel's P.V data path (value_layout.h), emulated on the CPU thread by thread: the
+// score group's P words into a P slot, each value-group thread's V^T fragments from a gathered K
+// tile, the wgmma O^T += V^T P^T on those fragments (operand layouts of hopper/wgmma_layout.h) and
+// the epilogue's (head, d_v) for every accumulator register, against O = P V computed directly.
+// Also: the fragments' 8-byte loads of one instruction hit 32 distinct banks (half-warp phases).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "hopper/swizzle.h"
+#include "hopper/wgmma_layout.h"
+#include "sparse_mla/config.h"
+#include "sparse_mla/key_order.h"
+#include "sparse_mla/value_layout.h"
+
+namespace fp8dsa::sparse_mla {
+namespace {
+
+using C = Heads64Config;
+constexpr int kKeys = C::kKeysPerTile, kHeads = C::kHeads;
+
+struct Tile {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(C::kKTileBytes);
+  uint8_t at(int key, int col) const {
+    return bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, static_cast<uint32_t>(key), static_cast<uint32_t>(col))];
+  }
+};
+
+// Small integers as bytes: the emulated MMA multiplies them exactly.
+std::vector<int> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> v(n);
+  for (int& x : v) x = static_cast<int>(rng() % 251);
+  return v;
+}
+
+TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
+  // The gathered tile: V[key][d] = tile row key, column d.
+  Tile tile;
+  const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 7);
+  for (int key = 0; key < kKeys; ++key)
+    for (int col = 0; col < C::kDqk; ++col)
+      tile.bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
+          static_cast<uint8_t>(v_values[key * C::kDqk + col]);
+  // P[head][key], placed in the score group's accumulator registers, packed into words by the
+  // fragment rule and stored at p_slot_offset.
+  const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 11);
+  std::vector<uint8_t> slot(C::kPSlotBytes, 0);
+  for (int warp = 0; warp < 4; ++warp)
+    for (int lane = 0; lane < 32; ++lane) {
+      uint8_t acc[32];
+      for (int r = 0; r < 32; ++r)
+        acc[r] = static_cast<uint8_t>(p_values[hopper::acc_row(warp, lane, r) * kKeys + hopper::acc_col(lane, r)]);
+      for (int ks = 0; ks < 2; ++ks)
+        for (int j = 0; j < 4; ++j) {
+          uint32_t word = 0;
+          for (int b = 0; b < 4; ++b) word |= static_cast<uint32_t>(acc[p_fragment_register(ks, j, b)]) << (8 * b);
+          const uint32_t at = p_slot_offset(warp, lane, ks, j);
+          for (int b = 0; b < 4; ++b) slot[at + b] = static_cast<uint8_t>(word >> (8 * b));
+        }
+    }
+  // The B operand as wgmma reads it: row n (head), K byte k of the slot.
+  const auto p_t = [&](int n, int k) {
+    return static_cast<int>(slot[hopper::kmajor_offset(hopper::Swizzle::k64B, kHeads, n, k)]);
+  };
+  for (int n = 0; n < kHeads; ++n)
+    for (int k = 0; k < kKeys; ++k) ASSERT_EQ(p_t(n, k), p_values[n * kKeys + v_key_at(k)]) << n << " " << k;
+
+  for (int w = 0; w < C::kNumValueGroups; ++w) {
+    // Each thread's fragments; A[mb][m][k] of k-step ks as the wgmma sees them.
+    std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);  // D[mb][m][n]
+    for (int ks = 0; ks < 2; ++ks) {
+      std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
+      for (int thread = 0; thread < 128; ++thread) {
+        const int warp = thread / 32, lane = thread % 32;
+        uint32_t frag[4][4];
+        build_value_fragments(frag, value_loads(w, thread), ks, [&](uint32_t offset, uint32_t (&words)[2]) {
+          ASSERT_EQ(offset % 8, 0u);
+          for (int i = 0; i < 2; ++i) {
+            words[i] = 0;
+            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile.bytes[offset + 4 * i + b]) << (8 * b);
+          }
+        });
+        for (int mb = 0; mb < 4; ++mb)
+          for (int j = 0; j < 4; ++j)
+            for (int b = 0; b < 4; ++b) {
+              int& cell = a[(mb * 64 + hopper::a_frag_row(warp, lane, j)) * 32 + hopper::a_frag_k(lane, j) + b];
+              ASSERT_EQ(cell, -1) << "fragment element written twice";
+              cell = static_cast<int>((frag[mb][j] >> (8 * b)) & 0xFF);
+            }
+      }
+      for (int mb = 0; mb < 4; ++mb)
+        for (int m = 0; m < 64; ++m)
+          for (int n = 0; n < kHeads; ++n) {
+            int64_t sum = 0;
+            for (int k = 0; k < 32; ++k) sum += int64_t{a[(mb * 64 + m) * 32 + k]} * p_t(n, 32 * ks + k);
+            o[(mb * 64 + m) * 64 + n] += sum;
+          }
+    }
+    // The epilogue's reading of the accumulators: register 4c + 2hh + e of block mb.
+    std::set<std::pair<int, int>> seen;
+    for (int thread = 0; thread < 128; ++thread) {
+      const int warp = thread / 32, lane = thread % 32;
+      for (int mb = 0; mb < 4; ++mb)
+        for (int c = 0; c < 8; ++c)
+          for (int hh = 0; hh < 2; ++hh)
+            for (int e = 0; e < 2; ++e) {
+              const int r = 4 * c + 2 * hh + e;
+              const int head = value_head(lane, c, e);
+              const int dv = value_dv(w, warp, lane) + 2 * mb + hh;
+              ASSERT_EQ(head, hopper::acc_col(lane, r));
+              ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
+              int64_t expected = 0;
+              for (int key = 0; key < kKeys; ++key) expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDqk + dv];
+              ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
+                  << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
+            }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * C::kDvPerValueGroup);
+  }
+}
+
+// Shared memory serves a warp's 8-byte loads in two half-warp phases; a phase is conflict-free when
+// its 16 lanes read 16 distinct 8-byte bank pairs.
+TEST(SparseMlaValueLayout, FragmentLoadsAreConflictFree) {
+  for (int w = 0; w < C::kNumValueGroups; ++w)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int ks = 0; ks < 2; ++ks) {
+        std::vector<std::vector<uint32_t>> offsets(32);  // per lane, in load order
+        for (int lane = 0; lane < 32; ++lane) {
+          uint32_t frag[4][4];
+          build_value_fragments(frag, value_loads(w, 32 * warp + lane), ks,
+                                [&](uint32_t offset, uint32_t (&words)[2]) {
+                                  offsets[lane].push_back(offset);
+                                  words[0] = words[1] = 0;
+                                });
+        }
+        for (size_t i = 0; i < offsets[0].size(); ++i)
+          for (int phase = 0; phase < 2; ++phase) {
+            std::set<uint32_t> banks;
+            for (int lane = 16 * phase; lane < 16 * phase + 16; ++lane) banks.insert((offsets[lane][i] % 128) / 8);
+            EXPECT_EQ(banks.size(), 16u) << "w=" << w << " warp=" << warp << " ks=" << ks << " load " << i;
+          }
+      }
+}
+
+// The two value groups' gathers together copy every 16-byte chunk of a 64-row tile exactly once, to
+// where the SW64 K-major layout puts it, and each group copies all of its own d_v columns.
+TEST(SparseMlaValueLayout, GatherSharesCoverTheTileOnce) {
+  std::vector<int> copies(C::kKTileBytes / 16, 0);
+  for (int w = 0; w < C::kNumValueGroups; ++w)
+    for (int thread = 0; thread < 128; ++thread)
+      for (int pass = 0; pass < 2; ++pass)
+        for (int m = 0; m < kValueShareAtoms; ++m) {
+          if (!value_share_copies(w, pass, m)) continue;
+          const int atom = value_share_atom(w, m);
+          const int row = 32 * pass + thread / 4, col = 64 * atom + 16 * (thread % 4);
+          const uint32_t dst = value_share_offset(thread) + static_cast<uint32_t>(atom) * 4096 + 2048u * pass;
+          ASSERT_EQ(dst, hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, row, col)) << w << " " << thread;
+          ++copies[dst / 16];
+          if (col < C::kDv) EXPECT_EQ(col / C::kDvPerValueGroup, w) << "a group copies only its own d_v columns";
+        }
+  for (size_t i = 0; i < copies.size(); ++i) EXPECT_EQ(copies[i], 1) << "chunk " << i;
+}
+
+}  // namespace
+}  // namespace fp8dsa::sparse_mla

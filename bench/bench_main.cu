@@ -37,6 +37,8 @@ struct Options {
   std::string commit = FP8DSA_GIT_COMMIT;
   int reps = 10;
   int warmup = 3;
+  std::string flashmla;
+  std::string anchor_dir = "/tmp/fp8dsa_anchors";
 };
 
 void print_usage(std::FILE* out) {
@@ -54,6 +56,10 @@ void print_usage(std::FILE* out) {
                "  --csv=PATH     append rows here (default %s)\n"
                "  --no-csv       do not write the CSV\n"
                "  --commit=REV   commit recorded in the CSV (default: the configure-time HEAD, %s)\n"
+               "  --flashmla=PATH  also time FlashMLA's BF16 sparse prefill (../shared/anchors/flashmla) on\n"
+               "                 the same inputs (rows with baseline=flashmla_bf16) and print both kernels'\n"
+               "                 accuracy against the f64 reference\n"
+               "  --anchor-dir=DIR  where the anchors' input files are written (default /tmp/fp8dsa_anchors)\n"
                "  --help         this text\n"
                "\n"
                "Exit status: 0 on success, and also without a CUDA device (a message says nothing was\n"
@@ -93,6 +99,10 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->csv = v;
     } else if (starts_with(a, "--commit=", &v) && *v != '\0') {
       opt->commit = v;
+    } else if (starts_with(a, "--flashmla=", &v) && *v != '\0') {
+      opt->flashmla = v;
+    } else if (starts_with(a, "--anchor-dir=", &v) && *v != '\0') {
+      opt->anchor_dir = v;
     } else if (starts_with(a, "--reps=", &v)) {
       if (!parse_int(v, 1, &opt->reps)) {
         std::fprintf(stderr, "fp8dsa_bench: --reps wants a positive integer, got '%s'\n", v);
@@ -179,6 +189,8 @@ int main(int argc, char** argv) {
   ctx.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
   ctx.stream = stream.stream;
   ctx.results = &results;
+  ctx.flashmla = opt.flashmla;
+  ctx.anchor_dir = opt.anchor_dir;
   std::printf("fp8dsa_bench on %s (%d SMs, L2 %d MB), commit %s, median of %d reps after %d warm-up\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.commit.c_str(), opt.reps, opt.warmup);
 

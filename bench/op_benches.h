@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -21,6 +22,8 @@ struct BenchContext {
   cudaStream_t stream = nullptr;
   uint64_t seed = 0x5EED;
   Results* results = nullptr;
+  std::string flashmla;    // the FlashMLA anchor executable (empty: not timed)
+  std::string anchor_dir;  // where the anchors' input and output files go
 };
 
 // Times launch(set) over `sets` input sets and adds `row` with its median time and what `derive`

@@ -3,6 +3,7 @@
 #include "op_benches.h"
 
 #include <algorithm>
+#include <array>
 #include <ctime>
 #include <fstream>
 
@@ -75,31 +76,28 @@ std::string iso_utc_now() {
 }
 
 void Results::print_table(std::FILE* out) const {
-  struct Cells {
-    std::string op, shape, kernel, ms, tflops, ratio, gbps;
-  };
-  std::vector<Cells> cells;
-  cells.push_back({"op", "shape", "kernel", "ms", "TFLOPS", "ratio_to_fp8_gemm", "GB/s"});
+  constexpr int kColumns = 8;
+  std::vector<std::array<std::string, kColumns>> cells;
+  cells.push_back({"op", "shape", "kernel", "ms", "TFLOPS", "ratio_to_fp8_gemm", "x_anchor", "GB/s"});
   for (const ResultRow& r : rows_) {
     const double ratio = std::isnan(gemm_tflops_) || gemm_tflops_ <= 0 ? NAN : r.tflops / gemm_tflops_;
-    Cells c{r.op, r.shape, r.kernel, format("%.3f", r.ms), format("%.1f", r.tflops), format("%.3f", ratio),
-            format("%.0f", r.gbps)};
-    if (std::isnan(r.ms)) c.gbps += "  (not run: " + r.note + ")";
+    std::array<std::string, kColumns> c{r.op, r.shape, r.kernel, format("%.3f", r.ms), format("%.1f", r.tflops),
+                                        format("%.3f", ratio), format("%.3f", r.vs_anchor), format("%.0f", r.gbps)};
+    if (std::isnan(r.ms)) c[kColumns - 1] += "  (not run: " + r.note + ")";
     cells.push_back(std::move(c));
   }
-  size_t w[7] = {};
-  for (const Cells& c : cells) {
-    const std::string* f[6] = {&c.op, &c.shape, &c.kernel, &c.ms, &c.tflops, &c.ratio};
-    for (int i = 0; i < 6; ++i) w[i] = std::max(w[i], f[i]->size());
-    w[6] = std::max(w[6], std::min<size_t>(c.gbps.size(), 5));  // a trailing note may overflow
+  size_t w[kColumns] = {};
+  for (const auto& c : cells) {
+    for (int i = 0; i + 1 < kColumns; ++i) w[i] = std::max(w[i], c[i].size());
+    w[kColumns - 1] = std::max(w[kColumns - 1], std::min<size_t>(c[kColumns - 1].size(), 5));  // a note may overflow
   }
   for (size_t row = 0; row < cells.size(); ++row) {
-    const Cells& c = cells[row];
-    std::fprintf(out, "%-*s  %-*s  %-*s  %*s  %*s  %*s  %*s\n", int(w[0]), c.op.c_str(), int(w[1]),
-                 c.shape.c_str(), int(w[2]), c.kernel.c_str(), int(w[3]), c.ms.c_str(), int(w[4]),
-                 c.tflops.c_str(), int(w[5]), c.ratio.c_str(), int(w[6]), c.gbps.c_str());
+    const auto& c = cells[row];
+    std::fprintf(out, "%-*s  %-*s  %-*s  %*s  %*s  %*s  %*s  %*s\n", int(w[0]), c[0].c_str(), int(w[1]), c[1].c_str(),
+                 int(w[2]), c[2].c_str(), int(w[3]), c[3].c_str(), int(w[4]), c[4].c_str(), int(w[5]), c[5].c_str(),
+                 int(w[6]), c[6].c_str(), int(w[7]), c[7].c_str());
     if (row == 0) {
-      size_t total = 2 * 6;
+      size_t total = 2 * (kColumns - 1);
       for (size_t x : w) total += x;
       std::fprintf(out, "%s\n", std::string(total, '-').c_str());
     }

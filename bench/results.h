@@ -23,6 +23,7 @@ struct ResultRow {
   double ms = NAN;     // NaN: the op did not run (see note)
   double tflops = NAN; // NaN: not counted in FLOPs (top-k) -> "-"
   double gbps = NAN;   // memory rate, for the bandwidth-bound ops
+  double vs_anchor = NAN;  // the anchor's time on the same inputs in the same run over ours (> 1: faster)
   std::string note;    // why a row has no time (e.g. "NotImplemented: ...")
 };
 
@@ -31,6 +32,7 @@ class Results {
   void set_gemm_tflops(double tflops) { gemm_tflops_ = tflops; }
   void add(ResultRow row) { rows_.push_back(std::move(row)); }
   const std::vector<ResultRow>& rows() const { return rows_; }
+  ResultRow& row(size_t i) { return rows_[i]; }
   // The rows from index `first` on, with the same yardstick (to report one op as soon as it ends).
   Results since(size_t first) const {
     Results part;
@@ -39,8 +41,8 @@ class Results {
     return part;
   }
 
-  // op, shape, kernel, ms, TFLOPS, ratio_to_fp8_gemm, GB/s; a row that did not run shows its note
-  // after the last column.
+  // op, shape, kernel, ms, TFLOPS, ratio_to_fp8_gemm, x_anchor, GB/s; a row that did not run shows
+  // its note after the last column.
   void print_table(std::FILE* out) const;
 
   // Appends every row that ran, except the yardstick itself, to `path`; writes the header first

@@ -1,15 +1,29 @@
 // Sparse MLA prefill: T = 4096 tokens of one causal sequence over N latent rows (the last 4096 rows
-// are the new tokens), topk = 2048 selected rows per token. The selections are distinct and all
-// valid, spread over each token's visible range like a top-k of a long context. FLOPs:
-// 2 * h * (d_qk + d_v) per (token, valid selected row).
-#include <algorithm>
+// are the new tokens), topk = 2048 selected rows per token, on the realistic inputs of
+// tools/mla_workload.h (selections in relevance order that overlap between neighbouring tokens,
+// scores with a std of 3 across a token's keys; "data=peaked": std 10). FLOPs: 2 * h * (d_qk + d_v)
+// per (token, valid selected row).
+//
+// With --flashmla=PATH (the anchor of ../shared/anchors), h = 64 and 128 also run FlashMLA's BF16
+// kernel on the same inputs (e4m3 values are exact in bf16) through its `io` mode, in the same run:
+// its row carries "baseline=flashmla_bf16", ours the speedup over it, and both kernels' accuracy
+// against the f64 reference on every 64th token is printed.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <vector>
 
+#include "common/metrics.h"
+#include "core/cuda_check.h"
 #include "device_data.h"
+#include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
+#include "sparse_mla/reference_cpu.h"
+#include "tools/mla_workload.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -18,90 +32,211 @@ constexpr int64_t kTokens = 4096;
 constexpr int kTopk = 2048;
 constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
+constexpr int kMaxHeads = 128;
+constexpr int64_t kCheckEvery = 64;  // tokens checked against the f64 reference
 
-uint64_t next_random(uint64_t& state) {
-  uint64_t x = (state += 0x9E3779B97F4A7C15ull);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Token t sees rows [0, visible) with visible = N - T + t + 1 >= topk: one random row from each of
-// topk equal strata of that range (so the rows are distinct), in shuffled order.
-std::vector<int32_t> causal_random_indices(int64_t num_keys, uint64_t seed, int64_t* valid) {
-  std::vector<int32_t> indices(static_cast<size_t>(kTokens) * kTopk);
-  uint64_t state = seed;
-  *valid = 0;
-  for (int64_t t = 0; t < kTokens; ++t) {
-    int32_t* row = indices.data() + t * kTopk;
-    const int64_t visible = num_keys - kTokens + t + 1;
-    const int64_t take = std::min<int64_t>(kTopk, visible);
-    for (int64_t j = 0; j < take; ++j) {
-      const int64_t lo = j * visible / take, hi = (j + 1) * visible / take;
-      row[j] = static_cast<int32_t>(lo + static_cast<int64_t>(next_random(state) % static_cast<uint64_t>(hi - lo)));
-    }
-    std::fill(row + take, row + kTopk, -1);
-    for (int64_t j = take - 1; j > 0; --j) {
-      std::swap(row[j], row[next_random(state) % static_cast<uint64_t>(j + 1)]);
-    }
-    *valid += take;
-  }
-  return indices;
-}
-
+// One workload at h = 128 on the device; smaller h take its first heads.
 struct MlaInputs {
-  DeviceBuffer q, kv;
+  tools::MlaWorkload host;
+  DeviceBuffer q, kv, indices;
 };
 
-Status bench_sparse_mla_shape(const BenchContext& ctx, int64_t num_keys, int num_heads,
-                              const DeviceBuffer& indices, int64_t valid) {
-  const size_t q_bytes = static_cast<size_t>(kTokens) * num_heads * kDimQk;
-  const size_t kv_bytes = static_cast<size_t>(num_keys) * kDimQk;
-  const int sets = rotation_sets(q_bytes + kv_bytes, ctx.l2_bytes, 8);
-  std::vector<MlaInputs> inputs(static_cast<size_t>(sets));
-  for (int s = 0; s < sets; ++s) {
-    MlaInputs& in = inputs[static_cast<size_t>(s)];
-    FP8DSA_RETURN_IF_ERROR(in.q.allocate(q_bytes));
-    FP8DSA_RETURN_IF_ERROR(in.kv.allocate(kv_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, ctx.seed + 200 + 2 * s, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.kv.get(), kv_bytes, ctx.seed + 201 + 2 * s, 1.0f, ctx.stream));
+template <typename T>
+bool write_file(const std::string& path, const std::vector<T>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  return static_cast<bool>(f);
+}
+template <typename T>
+bool read_file(const std::string& path, std::vector<T>* v) {
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T)));
+  return static_cast<bool>(f);
+}
+
+// Every 64th token's f64 reference (with the spread SPEC 6's bound needs) and the check of outputs
+// laid out [T, h, 512] bf16 / [T, h] f32 against it.
+struct SampledCheck {
+  std::vector<uint8_t> q;
+  std::vector<int32_t> indices;
+  std::vector<double> out, lse, max_logits;
+  reference::SparseMlaScoreSpread spread;
+  int64_t tokens = 0;
+  int heads = 0;
+
+  Status build(const MlaInputs& in, int64_t num_kv, int h, float sm_scale) {
+    heads = h;
+    tokens = (kTokens + kCheckEvery - 1) / kCheckEvery;
+    q.resize(static_cast<size_t>(tokens) * h * kDimQk);
+    indices.resize(static_cast<size_t>(tokens) * kTopk);
+    for (int64_t i = 0; i < tokens; ++i) {
+      const int64_t t = i * kCheckEvery;
+      std::copy_n(in.host.q.begin() + t * kMaxHeads * kDimQk, h * kDimQk, q.begin() + i * h * kDimQk);
+      std::copy_n(in.host.indices.begin() + t * kTopk, kTopk, indices.begin() + i * kTopk);
+    }
+    SparseMlaParams p;
+    p.num_tokens = tokens;
+    p.num_kv = num_kv;
+    p.num_heads = h;
+    p.q = q.data();
+    p.kv = in.host.kv.data();
+    p.indices = indices.data();
+    p.topk = kTopk;
+    p.sm_scale = sm_scale;
+    return reference::sparse_mla_cpu_f64(p, &out, &lse, &max_logits, &spread);
   }
+
+  testing::SparseMlaCheck check(const std::vector<uint16_t>& got_out, const std::vector<float>& got_lse,
+                                const std::vector<float>& got_max) const {
+    std::vector<uint16_t> o(static_cast<size_t>(tokens) * heads * kDimV);
+    std::vector<float> l(static_cast<size_t>(tokens) * heads), m(l.size());
+    for (int64_t i = 0; i < tokens; ++i) {
+      const int64_t t = i * kCheckEvery;
+      std::copy_n(got_out.begin() + t * heads * kDimV, heads * kDimV, o.begin() + i * heads * kDimV);
+      std::copy_n(got_lse.begin() + t * heads, heads, l.begin() + i * heads);
+      std::copy_n(got_max.begin() + t * heads, heads, m.begin() + i * heads);
+    }
+    testing::SparseMlaOutputs g;
+    g.out = o.data();
+    g.lse = l.data();
+    g.max_logits = m.data();
+    testing::SparseMlaTolerance tol;
+    tol.row_score_std = &spread.std;
+    tol.row_score_max_abs = &spread.max_abs;
+    return testing::check_sparse_mla(g, out, lse, max_logits, tokens, heads, kDimV, tol);
+  }
+};
+
+void print_accuracy(const char* who, const std::string& shape, const testing::SparseMlaCheck& c) {
+  std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
+              who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,
+              c.passed ? "" : "  (outside SPEC 6)");
+}
+
+// FlashMLA's `io` mode on the first h heads of the inputs: writes them as bf16 to ctx.anchor_dir,
+// runs the anchor, returns its median kernel time and reads back its outputs.
+Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int64_t num_kv, int h, float sm_scale, double* ms,
+                    std::vector<uint16_t>* out, std::vector<float>* lse, std::vector<float>* max_logits) {
+  const std::string dir = ctx.anchor_dir + "/flashmla_io";
+  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
+  uint16_t to_bf16[256];  // every e4m3 value is exact in bf16
+  for (int b = 0; b < 256; ++b) to_bf16[b] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
+  std::vector<uint16_t> q(static_cast<size_t>(kTokens) * h * kDimQk), kv(in.host.kv.size());
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = to_bf16[in.host.q[t * kMaxHeads * kDimQk + i]];
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = to_bf16[in.host.kv[i]];
+  if (!write_file(dir + "/q.bf16", q) || !write_file(dir + "/kv.bf16", kv) ||
+      !write_file(dir + "/indices.i32", in.host.indices)) {
+    return invalid_argument("cannot write the anchor's inputs to " + dir);
+  }
+  std::remove((dir + "/topk_length.i32").c_str());
+  std::remove((dir + "/attn_sink.f32").c_str());
+  char cmd[1024];
+  std::snprintf(cmd, sizeof(cmd), "'%s' io --dir '%s' --T %lld --N %lld --h %d --topk %d --sm_scale %.9g --iters %d --no-check",
+                ctx.flashmla.c_str(), dir.c_str(), static_cast<long long>(kTokens), static_cast<long long>(num_kv), h,
+                kTopk, static_cast<double>(sm_scale), std::max(ctx.timing.reps, 5));
+  std::FILE* pipe = popen(cmd, "r");
+  if (pipe == nullptr) return invalid_argument(std::string("cannot run ") + cmd);
+  *ms = NAN;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    double v = 0.0;
+    if (std::sscanf(line, "kernel_ms_median %lf", &v) == 1) *ms = v;
+  }
+  const int rc = pclose(pipe);
+  if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the FlashMLA anchor failed: ") + cmd);
+  out->resize(static_cast<size_t>(kTokens) * h * kDimV);
+  lse->resize(static_cast<size_t>(kTokens) * h);
+  max_logits->resize(lse->size());
+  if (!read_file(dir + "/flashmla_out.bf16", out) || !read_file(dir + "/flashmla_lse.f32", lse) ||
+      !read_file(dir + "/flashmla_maxlogits.f32", max_logits)) {
+    return invalid_argument("cannot read the FlashMLA anchor's outputs from " + dir);
+  }
+  return Status::ok();
+}
+
+Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int64_t num_keys, int num_heads, const char* data,
+                   float sm_scale) {
   DeviceBuffer out, lse, max_logits;
   FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * num_heads * kDimV * 2));
   FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
   FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
+  SparseMlaParams p;
+  p.num_tokens = kTokens;
+  p.num_kv = num_keys;
+  p.num_heads = num_heads;
+  p.q = in.q.get();
+  p.q_token_stride = int64_t{kMaxHeads} * kDimQk;
+  p.kv = in.kv.get();
+  p.indices = in.indices.as<int32_t>();
+  p.topk = kTopk;
+  p.sm_scale = sm_scale;
+  p.out = out.get();
+  p.lse = lse.as<float>();
+  p.max_logits = max_logits.as<float>();
+  p.stream = ctx.stream;
 
-  SparseMlaParams base;
-  base.num_tokens = kTokens;
-  base.num_kv = num_keys;
-  base.num_heads = num_heads;
-  base.d_qk = kDimQk;
-  base.d_v = kDimV;
-  base.indices = indices.as<int32_t>();
-  base.topk = kTopk;
-  base.sm_scale = 1.0f / std::sqrt(192.0f);  // DeepSeek-V3.2 without the YaRN factor
-  base.out = out.get();
-  base.lse = lse.as<float>();
-  base.max_logits = max_logits.as<float>();
-  base.stream = ctx.stream;
-
+  const double valid = static_cast<double>(in.host.valid_pairs);
+  const double flops = 2.0 * num_heads * (kDimQk + kDimV) * valid;
   ResultRow row;
   row.op = "sparse_mla";
-  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}});
-  row.kernel = sparse_mla_kernel_name(sparse_mla_route(base));
-  auto launch = [&](int s) {
-    SparseMlaParams p = base;
-    p.q = inputs[static_cast<size_t>(s)].q.get();
-    p.kv = inputs[static_cast<size_t>(s)].kv.get();
-    return sparse_mla_prefill(p);
-  };
-  return time_and_record(ctx, sets, launch, std::move(row), [&](double seconds, ResultRow& r) {
-    r.tflops = 2.0 * num_heads * (kDimQk + kDimV) * static_cast<double>(valid) / seconds / 1e12;
-    // Gathered KV rows (each read once per token) dominate; q in, out/lse/max_logits out.
-    const double bytes = static_cast<double>(valid) * kDimQk + static_cast<double>(q_bytes) +
-                         static_cast<double>(out.bytes() + lse.bytes() + max_logits.bytes());
-    r.gbps = bytes / seconds / 1e9;
-  });
+  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}}) + " data=" + data;
+  row.kernel = sparse_mla_kernel_name(sparse_mla_route(p));
+  const size_t our_row = ctx.results->rows().size();
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
+                                         [&](double seconds, ResultRow& r) {
+                                           r.tflops = flops / seconds / 1e12;
+                                           r.gbps = (valid * kDimQk) / seconds / 1e9;  // gathered rows
+                                         }));
+  if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
+
+  // The anchor on the same inputs, and both kernels' accuracy.
+  std::vector<uint16_t> ours_out(static_cast<size_t>(kTokens) * num_heads * kDimV);
+  std::vector<float> ours_lse(static_cast<size_t>(kTokens) * num_heads), ours_max(ours_lse.size());
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_out.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_lse.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
+  FP8DSA_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpy(ours_max.data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost), "copy max"));
+  double anchor_ms = NAN;
+  std::vector<uint16_t> fm_out;
+  std::vector<float> fm_lse, fm_max;
+  ResultRow anchor = row;
+  anchor.shape += " baseline=flashmla_bf16";
+  anchor.kernel = "FlashMLA SM90 sparse prefill (BF16)";
+  const Status fm = run_flashmla(ctx, in, num_keys, num_heads, sm_scale, &anchor_ms, &fm_out, &fm_lse, &fm_max);
+  if (!fm.is_ok()) {
+    anchor.note = fm.to_string();
+    ctx.results->add(anchor);
+    return Status::ok();
+  }
+  anchor.ms = anchor_ms;
+  anchor.tflops = flops / (anchor_ms * 1e-3) / 1e12;
+  anchor.gbps = (valid * kDimQk * 2) / (anchor_ms * 1e-3) / 1e9;
+  ctx.results->add(anchor);
+  ResultRow& ours = ctx.results->row(our_row);
+  ours.vs_anchor = anchor_ms / ours.ms;
+
+  SampledCheck ref;
+  FP8DSA_RETURN_IF_ERROR(ref.build(in, num_keys, num_heads, sm_scale));
+  std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
+  print_accuracy("fp8dsa", row.shape, ref.check(ours_out, ours_lse, ours_max));
+  print_accuracy("flashmla_bf16", row.shape, ref.check(fm_out, fm_lse, fm_max));
+  return Status::ok();
+}
+
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, MlaInputs* in) {
+  tools::MlaWorkloadSpec spec;
+  spec.num_tokens = kTokens;
+  spec.num_kv = num_keys;
+  spec.num_heads = kMaxHeads;
+  spec.topk = kTopk;
+  spec.score_std = score_std;
+  spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
+  in->host = tools::make_mla_workload(spec);
+  FP8DSA_RETURN_IF_ERROR(upload(in->host.q, &in->q));
+  FP8DSA_RETURN_IF_ERROR(upload(in->host.kv, &in->kv));
+  return upload(in->host.indices, &in->indices);
 }
 
 }  // namespace
@@ -109,12 +244,17 @@ Status bench_sparse_mla_shape(const BenchContext& ctx, int64_t num_keys, int num
 Status run_sparse_mla_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys =
       ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 65536, 131072};
-  const std::vector<int> heads = ctx.quick ? std::vector<int>{128, 16} : std::vector<int>{128, 64, 32, 16};
+  const std::vector<int> heads = ctx.quick ? std::vector<int>{128, 64, 16} : std::vector<int>{128, 64, 32, 16};
+  const float sm_scale = 1.0f / std::sqrt(192.0f);  // DeepSeek-V3.2 without the YaRN factor
   for (int64_t n : keys) {
-    int64_t valid = 0;
-    DeviceBuffer indices;
-    FP8DSA_RETURN_IF_ERROR(upload(causal_random_indices(n, ctx.seed + static_cast<uint64_t>(n), &valid), &indices));
-    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_sparse_mla_shape(ctx, n, h, indices, valid));
+    MlaInputs in;
+    FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 3.0, &in));
+    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, n, h, "realistic", sm_scale));
+    if (n == 32768) {  // peaked attention at the floor's shape
+      MlaInputs peaked;
+      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 10.0, &peaked));
+      for (int h : {128, 64}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, peaked, n, h, "peaked", sm_scale));
+    }
   }
   return Status::ok();
 }

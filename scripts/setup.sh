@@ -15,8 +15,8 @@ dpkg -s libgtest-dev >/dev/null 2>&1 || missing+=(libgtest-dev)
 # The extension needs Python.h; pip comes with every python3 but Debian's.
 if ! command -v python3 >/dev/null 2>&1; then
   missing+=(python3 python3-dev python3-pip)
-elif ! python3 -c 'import os, sysconfig; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' \
-    2>/dev/null; then
+elif ! python3 -c 'import os, sysconfig
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
   missing+=(python3-dev)
 fi
 

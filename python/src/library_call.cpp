@@ -38,16 +38,17 @@ DeviceScope::DeviceScope(int device_id) {
   switched_ = true;
 }
 
+DeviceScope::~DeviceScope() {
+  if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
+}
+
 void synchronize(int device_id, uintptr_t stream) {
   run_library_call(device_id, [stream] {
     const cudaError_t err = cudaStreamSynchronize(as_stream(stream));
     if (err == cudaSuccess) return Status::ok();
-    return Status(StatusCode::kCudaError, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(err));
+    return Status(StatusCode::kCudaError,
+                  std::string("cudaStreamSynchronize: ") + cudaGetErrorString(err));
   });
-}
-
-DeviceScope::~DeviceScope() {
-  if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
 }
 
 }  // namespace fp8dsa::python

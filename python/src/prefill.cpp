@@ -23,7 +23,8 @@ PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, co
                              bool fused, const OutputArray& out, const OutputArray& max_logits,
                              const OutputArray& lse) {
   PrefillParams p;
-  p.indexer = indexer_params(arrays, kPrefillIndexerArrayNames, index_q, index_k, index_k_scale, weights, ks, ke);
+  p.indexer = indexer_params(arrays, kPrefillIndexerArrayNames, index_q, index_k, index_k_scale,
+                             weights, ks, ke);
   const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse);
   p.attention = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
   p.topk = topk;

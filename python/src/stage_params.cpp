@@ -32,8 +32,9 @@ IndexerParams indexer_params(ArrayChecker& arrays, const IndexerArrayNames& name
   p.num_keys = k_view.shape[0];
   // IndexerParams has a token stride only: the heads of a token must be packed.
   if (!q_view.empty && q_view.shape[1] > 1 && q_view.strides[1] != q_view.shape[2]) {
-    arrays.fail(std::string(names.q) + " must have packed heads (stride " + std::to_string(q_view.strides[1]) +
-                " between heads, D = " + std::to_string(q_view.shape[2]) + " needed)");
+    arrays.fail(std::string(names.q) + " must have packed heads (stride " +
+                std::to_string(q_view.strides[1]) + " between heads, D = " +
+                std::to_string(q_view.shape[2]) + " needed)");
   }
   const std::string q_name = names.q;
   arrays.expect_extent(k_view, 1, p.head_dim, q_name + "'s D");

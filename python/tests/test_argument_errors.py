@@ -57,7 +57,8 @@ class TestSparseMla:
     def test_bf16_inputs_are_a_later_stage(self, mla):
         ml_dtypes = pytest.importorskip("ml_dtypes")
         q = np.zeros((4, 16, 576), ml_dtypes.bfloat16)
-        with pytest.raises(NotImplementedError, match="q dtype bf16: the BF16/dequant path is a later stage"):
+        with pytest.raises(NotImplementedError,
+                           match="q dtype bf16: the BF16/dequant path is a later stage"):
             run_mla(mla, q=q)
 
     def test_shapes(self, mla):
@@ -65,7 +66,8 @@ class TestSparseMla:
             run_mla(mla, q=mla["q"].reshape(4, -1))
         with pytest.raises(ValueError, match="kv has 512 elements in dimension 1, q's d_qk needs 576"):
             run_mla(mla, kv=mla["kv"][:, :512])
-        with pytest.raises(ValueError, match="kv has 2 elements in dimension 1, one latent KV head needs 1"):
+        with pytest.raises(ValueError,
+                           match="kv has 2 elements in dimension 1, one latent KV head needs 1"):
             run_mla(mla, kv=np.zeros((200, 2, 576), np.uint8))
         with pytest.raises(ValueError, match="indices has 3 elements in dimension 0, q's T needs 4"):
             run_mla(mla, indices=mla["indices"][:3])
@@ -81,7 +83,8 @@ class TestSparseMla:
     def test_library_values(self, mla):
         with pytest.raises(ValueError, match=r"sparse_mla: topk \(100\) must be a multiple of 64"):
             run_mla(mla, indices=np.zeros((4, 100), np.int32))
-        with pytest.raises(ValueError, match=r"sparse_mla: num_heads \(12\) must be one of \{8, 16, 32, 64, 128\}"):
+        with pytest.raises(ValueError,
+                           match=r"sparse_mla: num_heads \(12\) must be one of \{8, 16, 32, 64, 128\}"):
             run_mla(mla, q=np.zeros((4, 12, 576), np.uint8))
         with pytest.raises(ValueError, match=r"sparse_mla: d_v \(256\) must be one of \{512\}"):
             run_mla(mla, d_v=256)
@@ -101,7 +104,8 @@ class TestSparseMla:
             run_mla(mla, kv=np.broadcast_to(mla["kv"][:1], (200, 576)))
 
     def test_gpu_call_refuses_host_arrays(self, mla):
-        with pytest.raises(ValueError, match=r"sparse_mla_prefill: q must be on a CUDA device \(given host memory"):
+        with pytest.raises(ValueError,
+                           match=r"sparse_mla_prefill: q must be on a CUDA device \(given host memory"):
             fp8dsa.sparse_mla_prefill(mla["q"], mla["kv"], mla["indices"], SM_SCALE)
 
 
@@ -122,7 +126,8 @@ class TestIndexer:
 
     def test_library_values(self, indexer):
         args = dict(indexer)
-        with pytest.raises(ValueError, match=r"indexer: num_heads \(3\) must be one of \{4, 8, 16, 32, 64\}"):
+        with pytest.raises(ValueError,
+                           match=r"indexer: num_heads \(3\) must be one of \{4, 8, 16, 32, 64\}"):
             fp8dsa.reference.indexer_logits(**dict(args, q=np.zeros((4, 3, 128), np.uint8),
                                                    weights=np.ones((4, 3), np.float32)))
         with pytest.raises(ValueError, match=r"indexer: ldl \(33\) must be a multiple of 4"):
@@ -160,13 +165,15 @@ class TestTopk:
 class TestPrefill:
     def test_errors(self, mla, indexer):
         ks, ke, num_keys = fp8dsa.build_causal_bounds([4], [196])
-        args = dict(index_q=indexer["q"], index_kv=(np.zeros((200, 128), np.uint8), np.ones(200, np.float32)),
-                    weights=indexer["weights"], ks=ks, ke=ke, q=mla["q"], kv=mla["kv"], sm_scale=SM_SCALE)
+        index_kv = (np.zeros((200, 128), np.uint8), np.ones(200, np.float32))
+        args = dict(index_q=indexer["q"], index_kv=index_kv, weights=indexer["weights"], ks=ks,
+                    ke=ke, q=mla["q"], kv=mla["kv"], sm_scale=SM_SCALE)
         with pytest.raises(ValueError, match=r"prefill: topk \(100\) must be a multiple of 64"):
             fp8dsa.reference.prefill(**args, topk=100)
         with pytest.raises(TypeError, match=r"index_kv\[1\] \(k_scale\) dtype must be float32"):
             fp8dsa.reference.prefill(**dict(args, index_kv=(args["index_kv"][0], np.ones(200))))
-        with pytest.raises(ValueError, match="index_k has 64 elements in dimension 1, index_q's D needs 128"):
+        with pytest.raises(ValueError,
+                           match="index_k has 64 elements in dimension 1, index_q's D needs 128"):
             fp8dsa.reference.prefill(**dict(args, index_kv=(np.zeros((200, 64), np.uint8),
                                                             np.ones(200, np.float32))))
         with pytest.raises(ValueError, match="prefill: index_q must be on a CUDA device"):

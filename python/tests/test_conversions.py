@@ -42,7 +42,8 @@ def test_bf16_to_float():
 
 
 def test_dtype_errors():
-    with pytest.raises(TypeError, match=r"float_from_e4m3: x dtype must be float8_e4m3fn or uint8 \(given float32\)"):
+    with pytest.raises(TypeError,
+                       match=r"float_from_e4m3: x dtype must be float8_e4m3fn or uint8 \(given float32\)"):
         fp8dsa.float_from_e4m3(np.zeros(3, np.float32))
     with pytest.raises(TypeError, match="bf16_to_float: x dtype must be bfloat16 or uint16"):
         fp8dsa.bf16_to_float(np.zeros(3, np.int16))

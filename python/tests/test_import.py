@@ -13,7 +13,8 @@ def test_import_without_gpu_libraries():
         "for name in ('torch', 'cupy', 'jax'): sys.modules[name] = None\n"
         "import numpy as np, fp8dsa\n"
         "ks, ke, n = fp8dsa.build_causal_bounds([2], [1])\n"
-        "print(fp8dsa.reference.topk(np.arange(6, dtype=np.float32).reshape(2, 3), ks, ke, 2, True).tolist())\n"
+        "logits = np.arange(6, dtype=np.float32).reshape(2, 3)\n"
+        "print(fp8dsa.reference.topk(logits, ks, ke, 2, True).tolist())\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[[1, 0], [2, 1]]"
@@ -21,7 +22,8 @@ def test_import_without_gpu_libraries():
 
 def test_docstrings_give_shapes_and_dtypes():
     assert "[T, h, 576]" in fp8dsa.sparse_mla_prefill.__doc__
-    assert "max_logits" in fp8dsa.sparse_mla_prefill.__doc__ and "natural log" in fp8dsa.sparse_mla_prefill.__doc__
+    assert "max_logits" in fp8dsa.sparse_mla_prefill.__doc__
+    assert "natural log" in fp8dsa.sparse_mla_prefill.__doc__
     assert "(k [N, D] float8_e4m3fn" in fp8dsa.indexer_logits.__doc__
     assert "[T, k] int32" in fp8dsa.topk.__doc__
     assert "NotImplementedError" in fp8dsa.prefill.__doc__

@@ -16,12 +16,14 @@ def test_sparse_mla_reference_on_torch_tensors():
     kv = ref.random_e4m3(rng, (150, 576), scale=0.5)
     indices = ref.random_indices(rng, 3, 128, 150)
     sink = torch.zeros(16, requires_grad=True)
+    e4m3 = torch.float8_e4m3fn
     out, max_logits, lse = fp8dsa.reference.sparse_mla_prefill(
-        torch.from_numpy(q).view(torch.float8_e4m3fn), torch.from_numpy(kv).view(torch.float8_e4m3fn)[:, None],
+        torch.from_numpy(q).view(e4m3), torch.from_numpy(kv).view(e4m3)[:, None],
         torch.from_numpy(indices)[:, None], 0.1, attn_sink=sink)
     assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and lse.dtype == torch.float32
     expected = ref.sparse_mla(q, kv, indices, 0.1, attn_sink=np.zeros(16, np.float32))
-    np.testing.assert_allclose(out.float().numpy(), expected[0], rtol=1e-2, atol=1e-2 * np.abs(expected[0]).max())
+    np.testing.assert_allclose(out.float().numpy(), expected[0], rtol=1e-2,
+                               atol=1e-2 * np.abs(expected[0]).max())
     np.testing.assert_allclose(lse.numpy(), expected[2], rtol=1e-6)
     with pytest.raises(ValueError, match="sparse_mla_prefill: q must be on a CUDA device"):
         fp8dsa.sparse_mla_prefill(torch.from_numpy(q), torch.from_numpy(kv), torch.from_numpy(indices), 0.1)
@@ -37,5 +39,5 @@ def test_indexer_reference_single_row():
                                              (torch.from_numpy(k), torch.ones(6)), torch.ones(1, 4),
                                              torch.from_numpy(ks), torch.from_numpy(ke))
     assert isinstance(logits, torch.Tensor) and logits.shape == (1, 6)
-    np.testing.assert_allclose(logits.numpy(), ref.indexer_logits(q, k, np.ones(6), np.ones((1, 4)), ks, ke),
-                               rtol=1e-5)
+    expected = ref.indexer_logits(q, k, np.ones(6), np.ones((1, 4)), ks, ke)
+    np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-5)

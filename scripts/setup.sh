@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs what building and testing fp8dsa needs and is missing here (cmake, ninja, g++, GoogleTest)
-# through apt-get, then checks for the CUDA toolkit (nvcc), which it does not install.
+# Installs what building and testing fp8dsa needs and is missing here: cmake, ninja, g++, GoogleTest
+# (and python3 with its headers, if there is none) through apt-get; the Python package's build and
+# test requirements (numpy, pytest, nanobind, scikit-build-core, ml_dtypes) through
+# `python3 -m pip install` into the python3 on PATH (a pyenv Python, an active venv, ...). Then
+# checks for the CUDA toolkit (nvcc), which it does not install.
 # Idempotent: with everything present it changes nothing and needs no network or root.
 set -euo pipefail
 
@@ -9,6 +12,13 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 dpkg -s libgtest-dev >/dev/null 2>&1 || missing+=(libgtest-dev)
+# The extension needs Python.h; pip comes with every python3 but Debian's.
+if ! command -v python3 >/dev/null 2>&1; then
+  missing+=(python3 python3-dev python3-pip)
+elif ! python3 -c 'import os, sysconfig
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+  missing+=(python3-dev)
+fi
 
 if ((${#missing[@]} > 0)); then
   echo "setup.sh: installing ${missing[*]}"
@@ -23,6 +33,35 @@ if ((${#missing[@]} > 0)); then
   fi
   "${sudo_cmd[@]}" apt-get update
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# The package is installed with --no-build-isolation (no network at install time), so its build
+# requirements live here too; the minimum versions are those of pyproject.toml.
+python_missing=$(python3 - <<'PY'
+import importlib.metadata as metadata
+required = {"numpy": None, "pytest": None, "nanobind": (2, 2), "scikit-build-core": (0, 10),
+            "ml_dtypes": None}
+for name, minimum in required.items():
+    try:
+        version = tuple(int(part) for part in metadata.version(name).split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        version = None
+    if version is None or (minimum and version < minimum):
+        print(f"{name}>={'.'.join(map(str, minimum))}" if minimum else name)
+PY
+)
+if [[ -n $python_missing ]]; then
+  # shellcheck disable=SC2086
+  echo "setup.sh: python3 -m pip install" $python_missing
+  # shellcheck disable=SC2086
+  if ! python3 -m pip install $python_missing; then
+    cat >&2 <<'MSG'
+setup.sh: pip could not install into this python3 (an "externally managed" system Python?).
+  Create and activate a virtual environment, then run setup.sh again:
+    python3 -m venv .venv && . .venv/bin/activate
+MSG
+    exit 1
+  fi
 fi
 
 nvcc_path=$(command -v nvcc 2>/dev/null || true)
@@ -41,4 +80,5 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ -z ${CUDACXX:-} ]]; then
   echo "setup.sh: note: nvcc is at $nvcc_path but not on PATH; if CMake does not find it," \
     "export CUDACXX=$nvcc_path"
 fi
-echo "setup.sh: ok (cmake, ninja, g++, GoogleTest, $($nvcc_path --version | tail -n 1))"
+echo "setup.sh: ok (cmake, ninja, g++, GoogleTest, $(python3 --version)," \
+  "numpy pytest nanobind scikit-build-core ml_dtypes, $($nvcc_path --version | tail -n 1))"

@@ -1,0 +1,161 @@
+"""The caller's array library (torch, CuPy, JAX or NumPy): dtype names, the checks the extension
+needs before it can allocate, views whose dtype DLPack can carry, outputs allocated with the same
+library, and the CUDA stream to run on."""
+
+import contextlib
+
+import numpy as np
+
+from . import _fp8dsa
+
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+
+# Accepted dtypes per argument kind, by canonical name (torch's without the "torch." prefix, NumPy's
+# dtype.name otherwise). NumPy and CuPy have no float8: e4m3 travels as uint8 raw bits (and bf16 as
+# uint16 bits) there; ml_dtypes' float8_e4m3fn / bfloat16 NumPy arrays are accepted as such.
+E4M3 = ("float8_e4m3fn", "uint8")
+E4M3_OR_BF16 = ("float8_e4m3fn", "uint8", "bfloat16")
+BF16 = ("bfloat16", "uint16")
+F32 = ("float32",)
+I32 = ("int32",)
+
+
+def library(x):
+    """'torch', 'cupy', 'jax' or 'numpy': the library whose arrays an output of `x` is made with."""
+    module = type(x).__module__.split(".")[0]
+    if module == "torch":
+        return "torch"
+    if module == "cupy":
+        return "cupy"
+    if module in ("jax", "jaxlib"):
+        return "jax"
+    return "numpy"
+
+
+def dtype_name(x):
+    if library(x) == "torch":
+        return str(x.dtype).removeprefix("torch.")
+    return np.dtype(x.dtype).name
+
+
+def check(op, name, x, ndims, layout, dtypes):
+    """TypeError for something that is not an array or has the wrong dtype, ValueError for the wrong
+    number of dimensions. Everything else (shapes, strides, placement, alignment) is checked by the
+    extension and the library."""
+    if not (hasattr(x, "dtype") and hasattr(x, "shape")):
+        raise TypeError(f"{op}: {name} must be an array (torch, CuPy, JAX or NumPy), "
+                        f"given {type(x).__name__}")
+    given = dtype_name(x)
+    if given not in dtypes:
+        raise TypeError(f"{op}: {name} dtype must be {' or '.join(dtypes)} (given {given})")
+    if len(x.shape) not in ndims:
+        raise ValueError(f"{op}: {name} must be {layout} (given shape {tuple(x.shape)})")
+    return x
+
+
+def check_optional(op, name, x, ndims, layout, dtypes):
+    return None if x is None else check(op, name, x, ndims, layout, dtypes)
+
+
+def dlpack_view(x):
+    """`x`, or a same-memory view of it with a dtype that DLPack carries (raw bits for float8 and
+    for ml_dtypes' bfloat16); torch tensors detached (DLPack refuses tensors that require grad)."""
+    if x is None:
+        return None
+    lib = library(x)
+    name = dtype_name(x)
+    if lib == "torch":
+        import torch
+
+        x = x.detach()
+        return x.view(torch.uint8) if name == "float8_e4m3fn" else x
+    if lib == "numpy" and name in ("float8_e4m3fn", "bfloat16"):
+        return x.view(np.uint8 if name == "float8_e4m3fn" else np.uint16)
+    if lib == "jax" and name == "float8_e4m3fn":
+        import jax
+
+        return jax.lax.bitcast_convert_type(x, np.uint8)
+    return x
+
+
+def _numpy_dtype(name):
+    if name == "bfloat16":
+        return ml_dtypes.bfloat16 if ml_dtypes is not None else np.uint16
+    return np.dtype(name)
+
+
+def empty(like, shape, dtype):
+    """An uninitialised array of `shape` and canonical `dtype` ('bfloat16', 'float32', 'int32',
+    'uint8') made with `like`'s library on `like`'s device. bf16 is uint16 raw bits for CuPy, and
+    for NumPy without ml_dtypes."""
+    lib = library(like)
+    if lib == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(like.device.id):
+            return cupy.empty(shape, dtype=np.uint16 if dtype == "bfloat16" else np.dtype(dtype))
+    if lib == "jax":
+        import jax.numpy as jnp
+
+        return jnp.empty(shape, dtype=getattr(jnp, dtype), device=next(iter(like.devices())))
+    return np.empty(shape, dtype=_numpy_dtype(dtype))
+
+
+def output(op, name, given, like, shape, ndims, layout, dtypes):
+    """The output array: `given` after its dtype and ndim checks, or a new one of `shape`."""
+    if given is not None:
+        return check(op, name, given, ndims, layout, dtypes)
+    return empty(like, tuple(max(int(n), 0) for n in shape), dtypes[0])
+
+
+def workspace(like, nbytes):
+    """A uint8 array of `nbytes` plus the alignment slack the extension starts the workspace after;
+    None when nothing is needed."""
+    if nbytes == 0:
+        return None
+    return empty(like, (nbytes + _fp8dsa.WORKSPACE_ALIGNMENT,), "uint8")
+
+
+def _stream_handle(stream):
+    for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if hasattr(stream, attribute):
+            return int(getattr(stream, attribute))
+    return int(stream)
+
+
+@contextlib.contextmanager
+def cuda_stream(like, stream, inputs):
+    """Yields the stream handle for a GPU call on `like`'s arrays: `stream` (an int handle,
+    torch.cuda.Stream or cupy.cuda.Stream) or else the library's current stream (torch, CuPy), so
+    that the call orders with the caller's work and is captured into the caller's CUDA graph.
+    JAX has no current stream to join: its arrays are waited for first, the call runs on `stream`
+    (default: the legacy default stream) and is waited for before control returns."""
+    lib = library(like)
+    if lib == "jax":
+        for x in inputs:
+            if x is not None:
+                x.block_until_ready()
+        handle = 0 if stream is None else _stream_handle(stream)
+        yield handle
+        _fp8dsa.synchronize(next(iter(like.devices())).id, handle)
+        return
+    if stream is not None:
+        yield _stream_handle(stream)
+    elif lib == "torch" and like.is_cuda:
+        import torch
+
+        yield torch.cuda.current_stream(like.device).cuda_stream
+    elif lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(like.device.id):
+            yield cupy.cuda.get_current_stream().ptr
+    else:
+        yield 0

@@ -1,0 +1,63 @@
+"""The whole prefill of one layer: indexer scoring -> top-k -> sparse MLA in one library call."""
+
+from . import _arrays, _fp8dsa
+from ._indexer import indexer_arrays
+from ._sparse_mla import attention_arrays
+
+_SHAPES = """
+    Indexer arrays (as fp8dsa.indexer_logits; T tokens, H heads, D = 128 or 64, N keys):
+      index_q   [T, H, D] float8_e4m3fn (or uint8), heads packed
+      index_kv  a tuple (index_k [N, D] float8_e4m3fn (or uint8), index_k_scale [N] float32)
+      weights   [T, H] float32;  ks, ke [T] int32 (e.g. from fp8dsa.build_causal_bounds)
+    Attention arrays (as fp8dsa.sparse_mla_prefill; the same T tokens and N rows):
+      q [T, h, 576] and kv [N, 576] or [N, 1, 576] float8_e4m3fn (or uint8), attn_sink [h] float32
+      out [T, h, d_v] bfloat16, max_logits and lse [T, h] float32 (the results)
+
+    Each token keeps its `topk` (a multiple of 64, at most 2048) best keys in [ks, ke) by indexer
+    logit, then attends over those rows of kv: the result is that of indexer_logits, topk and
+    sparse_mla_prefill in sequence. Returns (out, max_logits, lse), allocated with q's array
+    library unless given.
+"""
+
+
+def prefill_arrays(op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits,
+                   lse):
+    """(index_k, index_k_scale, out, max_logits, lse): the arrays checked, the outputs allocated."""
+    index_k, index_k_scale = indexer_arrays(op, index_q, index_kv, weights, ks, ke,
+                                            q_name="index_q", kv_name="index_kv")
+    outputs = attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse)
+    return (index_k, index_k_scale) + outputs
+
+
+def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=512,
+            attn_sink=None, *, q_scale=1.0, kv_scale=1.0, fused=False, out=None, max_logits=None,
+            lse=None, indexer_kernel="auto", attention_kernel="auto", stream=None):
+    """The prefill of one DSA layer on the GPU (fp8dsa::prefill): indexer scoring, top-k and sparse
+    MLA on one stream, the logits and selected rows in a workspace allocated with q's library.
+    """
+    op = "prefill"
+    index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
+        op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
+    workspace = _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
+        index_q.shape[0], index_k.shape[0], topk, bool(fused)))
+    view = _arrays.dlpack_view
+    inputs = (index_q, index_k, index_k_scale, weights, ks, ke, q, kv, attn_sink)
+    with _arrays.cuda_stream(q, stream, inputs) as handle:
+        _fp8dsa.prefill(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),
+                        view(ke), view(q), view(kv), sm_scale, topk, d_v, view(attn_sink), q_scale,
+                        kv_scale, bool(fused), view(out), view(max_logits), view(lse),
+                        view(workspace), indexer_kernel, attention_kernel, handle)
+    return out, max_logits, lse
+
+
+prefill.__doc__ += _SHAPES + """
+    fused=True asks for the fused score + top-k path, which the library does not have yet: it
+    raises NotImplementedError. indexer_kernel and attention_kernel take the kernel names of
+    indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
+    cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
+    capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).
+
+    Raises TypeError for a dtype, ValueError for a shape, stride, alignment, placement or value
+    (with the library's message), NotImplementedError for fused=True, RuntimeError for a device
+    or CUDA failure.
+    """

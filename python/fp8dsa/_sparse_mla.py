@@ -1,0 +1,81 @@
+"""Sparse MLA prefill in native FP8, with the arguments and conventions of FlashMLA's
+flash_mla_sparse_fwd."""
+
+from . import _arrays, _fp8dsa
+
+_SHAPES = """
+    Arrays (T query tokens, h heads, N latent KV rows, d_qk = 576 = 512 nope + 64 rope):
+      q            [T, h, 576]               float8_e4m3fn (or uint8 holding e4m3 bits)
+      kv           [N, 576] or [N, 1, 576]   float8_e4m3fn (or uint8); V = the first d_v columns
+      indices      [T, topk] or [T, 1, topk] int32 rows of kv; < 0, >= N or at a position
+                                             >= topk_length[t] = no key; topk a multiple of 64
+      attn_sink    [h] float32, optional     per-head sink logit (may be +-inf)
+      topk_length  [T] int32, optional       token t uses indices[t, :topk_length[t]]
+      out          [T, h, d_v]               bfloat16 (uint16 bits where the library has no bf16)
+      max_logits   [T, h]                    float32, contiguous
+      lse          [T, h]                    float32, contiguous, natural log
+    h is one of 8, 16, 32, 64, 128 and d_v is 512. q, kv, indices and out may be strided (rows
+    16-byte aligned, innermost dimension contiguous); the other arrays must be contiguous.
+
+    Result, with s_j = q_scale * kv_scale * sm_scale * dot(q[t, h], kv[idx_j]) over the valid j:
+      out = kv_scale * sum_j softmax(s)_j * kv[idx_j, :d_v],  lse = log(sum_j exp(s_j)),
+      max_logits = max_j s_j.
+    A token with no valid key gives out = 0, lse = +inf, max_logits = -inf. With attn_sink,
+    out *= exp(lse) / (exp(lse) + exp(attn_sink[h])); lse and max_logits are unchanged.
+
+    q_scale and kv_scale are per-tensor dequantisation scales of the 576-byte e4m3 rows (1 in
+    production). The outputs are allocated with q's array library unless given; all three are
+    returned as (out, max_logits, lse).
+"""
+
+
+def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse):
+    """Checks q, kv and attn_sink for dtype and ndim; returns (out, max_logits, lse), allocated
+    where not given."""
+    _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", _arrays.E4M3_OR_BF16)
+    _arrays.check(op, "kv", kv, (2, 3), "[N, d_qk] or [N, 1, d_qk]", _arrays.E4M3_OR_BF16)
+    _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
+    num_tokens, num_heads = q.shape[0], q.shape[1]
+    out = _arrays.output(op, "out", out, q, (num_tokens, num_heads, d_v), (3,), "[T, h, d_v]",
+                         _arrays.BF16)
+    max_logits = _arrays.output(op, "max_logits", max_logits, q, (num_tokens, num_heads), (2,),
+                                "[T, h]", _arrays.F32)
+    lse = _arrays.output(op, "lse", lse, q, (num_tokens, num_heads), (2,), "[T, h]", _arrays.F32)
+    return out, max_logits, lse
+
+
+def sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out, max_logits, lse):
+    """attention_arrays, and indices and topk_length checked too."""
+    _arrays.check(op, "indices", indices, (2, 3), "[T, topk] or [T, 1, topk]", _arrays.I32)
+    _arrays.check_optional(op, "topk_length", topk_length, (1,), "[T]", _arrays.I32)
+    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse)
+
+
+def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
+                       q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None,
+                       kernel="auto", stream=None):
+    """Sparse MLA prefill on the GPU: each token attends over its selected rows of the latent cache,
+    QK^T and P.V on the e4m3 tensor cores. Same argument order and conventions as FlashMLA's
+    flash_mla_sparse_fwd; returns (out, max_logits, lse).
+    """
+    op = "sparse_mla_prefill"
+    out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
+                                             max_logits, lse)
+    view = _arrays.dlpack_view
+    with _arrays.cuda_stream(q, stream, (q, kv, indices, attn_sink, topk_length)) as handle:
+        _fp8dsa.sparse_mla_prefill(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
+                                   view(topk_length), q_scale, kv_scale, view(out),
+                                   view(max_logits), view(lse), kernel, handle)
+    return out, max_logits, lse
+
+
+sparse_mla_prefill.__doc__ += _SHAPES + """
+    kernel: "auto" (the native FP8 kernel where it applies), "fp8", or "reference" (the plain
+    CUDA-core kernel). stream: a CUDA stream handle (int, torch.cuda.Stream, cupy.cuda.Stream);
+    by default the current stream of q's library, so the call is CUDA-graph capturable.
+    Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.sparse_mla_prefill).
+
+    Raises TypeError for a dtype, ValueError for a shape, stride, alignment, placement or value
+    (with the library's message), NotImplementedError for a valid request this build does not
+    support (e.g. bf16 q / kv), RuntimeError for a device or CUDA failure.
+    """

@@ -1,0 +1,57 @@
+"""Top-k selection of indexer logits, with the optional page-table transform."""
+
+from . import _arrays, _fp8dsa
+
+_SHAPES = """
+    Arrays (T rows, N keys, B sequences of P pages):
+      logits        [T, N] float32; row stride >= N (a view of a padded buffer is fine)
+      ks, ke        [T]    int32: row t selects among keys ks[t] <= s < ke[t] (clamped to [0, N])
+      page_table    [B, P] int32, optional: logical page -> physical page
+      row_seq       [T]    int32, optional: the sequence (page-table row) of each row; default t
+      row_pos_base  [T]    int32, optional: the key of logical position 0; default ks[t]
+      out           [T, k] int32 (the result); row stride >= k
+
+    Each row gets the min(k, ke - ks) keys with the largest logits as absolute key rows, unused
+    slots -1; NaN ranks lowest, -inf is a valid candidate, ties are broken either way. With
+    sorted=True they come by descending score. With a page table each index becomes, with
+    pos = index - row_pos_base[t], page_table[row_seq[t], pos // page_size] * page_size +
+    pos % page_size, and -1 where the page entry is negative or past P. k is 1..2048.
+"""
+
+
+def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out):
+    """The arrays of one top-k call, checked for dtype and ndim, `out` allocated."""
+    _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32)
+    _arrays.check(op, "ks", ks, (1,), "[T]", _arrays.I32)
+    _arrays.check(op, "ke", ke, (1,), "[T]", _arrays.I32)
+    _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
+    _arrays.check_optional(op, "row_seq", row_seq, (1,), "[T]", _arrays.I32)
+    _arrays.check_optional(op, "row_pos_base", row_pos_base, (1,), "[T]", _arrays.I32)
+    return _arrays.output(op, "out", out, logits, (logits.shape[0], k), (2,), "[T, k]", _arrays.I32)
+
+
+def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, row_seq=None,
+         row_pos_base=None, out=None, stream=None):
+    """Exact top-k of each row of `logits` on the GPU (radix select); returns indices [T, k].
+    """
+    op = "topk"
+    out = topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out)
+    workspace = _arrays.workspace(logits, _fp8dsa.topk_workspace_bytes(logits.shape[0],
+                                                                       logits.shape[1], k))
+    view = _arrays.dlpack_view
+    with _arrays.cuda_stream(logits, stream, (logits, ks, ke, page_table, row_seq,
+                                              row_pos_base)) as handle:
+        _fp8dsa.topk(view(logits), view(ks), view(ke), k, bool(sorted), view(page_table), page_size,
+                     view(row_seq), view(row_pos_base), view(out), view(workspace), handle)
+    return out
+
+
+topk.__doc__ += _SHAPES + """
+    The workspace is allocated with logits' array library. stream: a CUDA stream handle (int,
+    torch.cuda.Stream, cupy.cuda.Stream); by default the current stream of logits' library, so
+    the call is CUDA-graph capturable. Arrays must be on one CUDA device (the CPU path is
+    fp8dsa.reference.topk).
+
+    Raises TypeError for a dtype, ValueError for a shape, stride, placement or value such as k
+    (with the library's message), RuntimeError for a device or CUDA failure.
+    """

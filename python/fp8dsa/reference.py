@@ -1,0 +1,71 @@
+"""The CPU references (the library's reference::*_cpu, f64 accumulation): NumPy arrays in, NumPy
+arrays out, the same arguments as the GPU calls minus kernel and stream.
+
+NumPy has no float8 or bfloat16 dtype: e4m3 inputs are uint8 arrays of raw bits (see
+fp8dsa.e4m3_from_float), or ml_dtypes.float8_e4m3fn arrays where ml_dtypes is installed; bf16
+outputs are ml_dtypes.bfloat16 arrays where ml_dtypes is installed and uint16 raw bits otherwise
+(see fp8dsa.bf16_to_float).
+"""
+
+from . import _arrays, _fp8dsa
+from . import _indexer, _pipeline, _sparse_mla, _topk
+
+_view = _arrays.dlpack_view
+
+
+def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
+                       q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None):
+    """CPU reference of fp8dsa.sparse_mla_prefill: f64 on the dequantised e4m3 values, exact softmax;
+    returns (out, max_logits, lse).
+    """
+    op = "reference.sparse_mla_prefill"
+    out, max_logits, lse = _sparse_mla.sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink,
+                                                         topk_length, out, max_logits, lse)
+    _fp8dsa.sparse_mla_cpu(_view(q), _view(kv), _view(indices), sm_scale, d_v, _view(attn_sink),
+                           _view(topk_length), q_scale, kv_scale, _view(out), _view(max_logits),
+                           _view(lse))
+    return out, max_logits, lse
+
+
+def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True):
+    """CPU reference of fp8dsa.indexer_logits: f64 over the exact e4m3 values; returns logits [T, N].
+    """
+    op = "reference.indexer_logits"
+    k, k_scale = _indexer.indexer_arrays(op, q, kv, weights, ks, ke)
+    buffer = _indexer.indexer_logits_buffer(op, q, k, logits)
+    _fp8dsa.indexer_logits_cpu(_view(q), _view(k), _view(k_scale), _view(weights), _view(ks),
+                               _view(ke), _view(buffer), bool(fill_masked))
+    return buffer if logits is not None else buffer[:, :k.shape[0]]
+
+
+def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, row_seq=None,
+         row_pos_base=None, out=None):
+    """CPU reference of fp8dsa.topk: exact top-k, f32 logits compared as given; returns indices
+    [T, k].
+    """
+    out = _topk.topk_arrays("reference.topk", logits, ks, ke, k, page_table, row_seq, row_pos_base,
+                            out)
+    _fp8dsa.topk_cpu(_view(logits), _view(ks), _view(ke), k, bool(sorted), _view(page_table),
+                     page_size, _view(row_seq), _view(row_pos_base), _view(out))
+    return out
+
+
+def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=512,
+            attn_sink=None, *, q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None):
+    """CPU reference of fp8dsa.prefill: the three CPU references in sequence; returns (out,
+    max_logits, lse).
+    """
+    index_k, index_k_scale, out, max_logits, lse = _pipeline.prefill_arrays(
+        "reference.prefill", index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out,
+        max_logits, lse)
+    _fp8dsa.prefill_cpu(_view(index_q), _view(index_k), _view(index_k_scale), _view(weights),
+                        _view(ks), _view(ke), _view(q), _view(kv), sm_scale, topk, d_v,
+                        _view(attn_sink), q_scale, kv_scale, _view(out), _view(max_logits),
+                        _view(lse))
+    return out, max_logits, lse
+
+
+sparse_mla_prefill.__doc__ += _sparse_mla._SHAPES
+indexer_logits.__doc__ += _indexer._SHAPES
+topk.__doc__ += _topk._SHAPES
+prefill.__doc__ += _pipeline._SHAPES

@@ -1,0 +1,106 @@
+// _fp8dsa.indexer_logits / indexer_logits_cpu: the arrays of DeepGEMM's fp8_mqa_logits, logits
+// [T, M] f32 with M >= N (the first N columns are the keys' logits); build_causal_bounds.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "kernel_choice.h"
+#include "library_call.h"
+#include "stage_params.h"
+
+namespace fp8dsa::python {
+namespace {
+
+IndexerParams indexer_logits_params(ArrayChecker& arrays, const InputArray& q, const InputArray& k,
+                                    const InputArray& k_scale, const InputArray& weights,
+                                    const InputArray& ks, const InputArray& ke, const OutputArray& logits,
+                                    bool fill_masked) {
+  IndexerParams p = indexer_params(arrays, kIndexerArrayNames, q, k, k_scale, weights, ks, ke);
+  const ArrayView logits_view = arrays.output("logits", logits, {2}, "[T, M] with M >= N", Element::kF32);
+  arrays.expect_extent(logits_view, 0, p.num_tokens, "q's T");
+  if (logits_view.shape[1] < p.num_keys) {
+    arrays.fail("logits has " + std::to_string(logits_view.shape[1]) + " columns, fewer than k's N (" +
+                std::to_string(p.num_keys) + ")");
+  }
+  p.logits = static_cast<float*>(logits_view.data);
+  // A single row's stride addresses nothing; its width is what the caller allocated.
+  p.ldl = logits_view.shape[0] > 1 ? logits_view.strides[0] : logits_view.shape[1];
+  p.fill_masked = fill_masked;
+  raise_if_error(validate(p));
+  return p;
+}
+
+void indexer_logits(const InputArray& q, const InputArray& k, const InputArray& k_scale,
+                    const InputArray& weights, const InputArray& ks, const InputArray& ke,
+                    const OutputArray& logits, bool fill_masked, const std::string& kernel,
+                    uintptr_t stream) {
+  ArrayChecker arrays("indexer_logits", Placement::kCuda);
+  IndexerParams p = indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, logits, fill_masked);
+  p.kernel = kernel_from_name(arrays, kernel,
+                              {IndexerKernel::kAuto, IndexerKernel::kQResident, IndexerKernel::kKResident,
+                               IndexerKernel::kReference},
+                              indexer_kernel_name);
+  p.stream = as_stream(stream);
+  run_library_call(arrays.device_id(), [&] { return fp8dsa::indexer_logits(p); });
+}
+
+void indexer_logits_cpu(const InputArray& q, const InputArray& k, const InputArray& k_scale,
+                        const InputArray& weights, const InputArray& ks, const InputArray& ke,
+                        const OutputArray& logits, bool fill_masked) {
+  ArrayChecker arrays("reference.indexer_logits", Placement::kHost);
+  const IndexerParams p =
+      indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, logits, fill_masked);
+  run_library_call(-1, [&] { return reference::indexer_logits_cpu(p); });
+}
+
+using Int32Array = nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>;
+
+Int32Array numpy_array(std::vector<int32_t> values) {
+  auto* owned = new std::vector<int32_t>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<int32_t>*>(p); });
+  return Int32Array(owned->data(), {owned->size()}, owner);
+}
+
+std::tuple<Int32Array, Int32Array, int64_t> build_causal_bounds(const std::vector<int64_t>& new_tokens,
+                                                                const std::vector<int64_t>& cached_keys) {
+  if (new_tokens.size() != cached_keys.size()) {
+    throw nb::value_error(("build_causal_bounds: new_tokens has " + std::to_string(new_tokens.size()) +
+                           " sequences, cached_keys " + std::to_string(cached_keys.size()))
+                              .c_str());
+  }
+  std::vector<SequenceLayout> sequences(new_tokens.size());
+  // Sized from the counts the library will accept; past INT32_MAX tokens no buffer is made and the
+  // library's own check reports the total.
+  int64_t total_tokens = 0;
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    sequences[b] = {new_tokens[b], cached_keys[b]};
+    total_tokens += std::clamp<int64_t>(new_tokens[b], 0, std::numeric_limits<int32_t>::max());
+  }
+  const bool fits = total_tokens <= std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> ks(fits ? static_cast<size_t>(total_tokens) : 0);
+  std::vector<int32_t> ke(ks.size());
+  int64_t num_tokens = 0;
+  int64_t num_keys = 0;
+  raise_if_error(fp8dsa::build_causal_bounds(sequences, ks.empty() ? nullptr : ks.data(),
+                                             ke.empty() ? nullptr : ke.data(), &num_tokens, &num_keys));
+  return {numpy_array(std::move(ks)), numpy_array(std::move(ke)), num_keys};
+}
+
+}  // namespace
+
+void bind_indexer(nb::module_& m) {
+  m.def("indexer_logits", &indexer_logits, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
+        nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("logits"), nb::arg("fill_masked"),
+        nb::arg("kernel"), nb::arg("stream"));
+  m.def("indexer_logits_cpu", &indexer_logits_cpu, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
+        nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("logits"), nb::arg("fill_masked"));
+  m.def("build_causal_bounds", &build_causal_bounds, nb::arg("new_tokens"), nb::arg("cached_keys"));
+}
+
+}  // namespace fp8dsa::python

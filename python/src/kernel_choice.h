@@ -1,0 +1,24 @@
+// The `kernel=` argument: a name as the library spells it (sparse_mla_kernel_name,
+// indexer_kernel_name) -> the enum value.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "array_checks.h"
+
+namespace fp8dsa::python {
+
+template <typename Kernel>
+Kernel kernel_from_name(const ArrayChecker& arrays, const std::string& name,
+                        std::initializer_list<Kernel> kernels, const char* (*kernel_name)(Kernel)) {
+  std::string known;
+  for (Kernel kernel : kernels) {
+    if (name == kernel_name(kernel)) return kernel;
+    known += known.empty() ? "" : ", ";
+    known += std::string("'") + kernel_name(kernel) + "'";
+  }
+  arrays.fail("kernel '" + name + "' must be one of " + known);
+}
+
+}  // namespace fp8dsa::python

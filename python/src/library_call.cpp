@@ -1,0 +1,54 @@
+#include "library_call.h"
+
+#include <Python.h>
+
+#include <string>
+
+namespace fp8dsa::python {
+
+void raise_if_error(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return;
+    case StatusCode::kInvalidArgument:
+      throw nb::value_error(status.message().c_str());
+    case StatusCode::kNotImplemented:
+      PyErr_SetString(PyExc_NotImplementedError, status.message().c_str());
+      throw nb::python_error();
+    default:
+      // The code name says which kind of failure (e.g. "NoDevice: no CUDA device is available").
+      PyErr_SetString(PyExc_RuntimeError, status.to_string().c_str());
+      throw nb::python_error();
+  }
+}
+
+DeviceScope::DeviceScope(int device_id) {
+  if (cudaGetDevice(&previous_) != cudaSuccess) {
+    cudaGetLastError();
+    previous_ = -1;
+  }
+  if (previous_ == device_id) return;
+  const cudaError_t err = cudaSetDevice(device_id);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    status_ = {StatusCode::kCudaError, "cudaSetDevice(" + std::to_string(device_id) +
+                                           "): " + cudaGetErrorString(err)};
+    return;
+  }
+  switched_ = true;
+}
+
+DeviceScope::~DeviceScope() {
+  if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
+}
+
+void synchronize(int device_id, uintptr_t stream) {
+  run_library_call(device_id, [stream] {
+    const cudaError_t err = cudaStreamSynchronize(as_stream(stream));
+    if (err == cudaSuccess) return Status::ok();
+    return Status(StatusCode::kCudaError,
+                  std::string("cudaStreamSynchronize: ") + cudaGetErrorString(err));
+  });
+}
+
+}  // namespace fp8dsa::python

@@ -1,0 +1,101 @@
+// _fp8dsa.prefill / prefill_cpu / prefill_workspace_bytes: the indexer's arrays (index_q, index_k,
+// index_k_scale, weights, ks, ke) and the attention's (q, kv, attn_sink, out, max_logits, lse) in
+// one call; the selected rows live in the workspace.
+#include <optional>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "fp8dsa/pipeline.h"
+#include "kernel_choice.h"
+#include "library_call.h"
+#include "stage_params.h"
+
+namespace fp8dsa::python {
+namespace {
+
+PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, const InputArray& index_k,
+                             const InputArray& index_k_scale, const InputArray& weights,
+                             const InputArray& ks, const InputArray& ke, const InputArray& q,
+                             const InputArray& kv, float sm_scale, int topk, int d_v,
+                             const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale,
+                             bool fused, const OutputArray& out, const OutputArray& max_logits,
+                             const OutputArray& lse) {
+  PrefillParams p;
+  p.indexer = indexer_params(arrays, kPrefillIndexerArrayNames, index_q, index_k, index_k_scale,
+                             weights, ks, ke);
+  const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse);
+  p.attention = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
+  p.topk = topk;
+  p.fused = fused;
+  raise_if_error(validate(p));
+  check_attention_out(arrays, views, p.attention);
+  return p;
+}
+
+size_t prefill_workspace_bytes(int64_t num_tokens, int64_t num_keys, int topk, bool fused) {
+  PrefillParams p;
+  p.indexer.num_tokens = num_tokens;
+  p.indexer.num_keys = num_keys;
+  p.topk = topk;
+  p.fused = fused;
+  return fp8dsa::prefill_workspace_bytes(p);
+}
+
+void prefill(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,
+             const InputArray& weights, const InputArray& ks, const InputArray& ke, const InputArray& q,
+             const InputArray& kv, float sm_scale, int topk, int d_v,
+             const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale, bool fused,
+             const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
+             const std::optional<OutputArray>& workspace, const std::string& indexer_kernel,
+             const std::string& attention_kernel, uintptr_t stream) {
+  ArrayChecker arrays("prefill", Placement::kCuda);
+  PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv,
+                                   sm_scale, topk, d_v, attn_sink, q_scale, kv_scale, fused, out,
+                                   max_logits, lse);
+  p.indexer.kernel = kernel_from_name(arrays, indexer_kernel,
+                                      {IndexerKernel::kAuto, IndexerKernel::kQResident,
+                                       IndexerKernel::kKResident, IndexerKernel::kReference},
+                                      indexer_kernel_name);
+  p.attention.kernel = kernel_from_name(
+      arrays, attention_kernel,
+      {SparseMlaKernel::kAuto, SparseMlaKernel::kFp8, SparseMlaKernel::kReference},
+      sparse_mla_kernel_name);
+  const Workspace space = aligned_workspace(arrays, workspace);
+  p.workspace = space.data;
+  p.workspace_bytes = space.bytes;
+  p.stream = as_stream(stream);
+  run_library_call(arrays.device_id(), [&] { return fp8dsa::prefill(p); });
+}
+
+void prefill_cpu(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,
+                 const InputArray& weights, const InputArray& ks, const InputArray& ke,
+                 const InputArray& q, const InputArray& kv, float sm_scale, int topk, int d_v,
+                 const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale,
+                 const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse) {
+  ArrayChecker arrays("reference.prefill", Placement::kHost);
+  const PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q,
+                                         kv, sm_scale, topk, d_v, attn_sink, q_scale, kv_scale,
+                                         /*fused=*/false, out, max_logits, lse);
+  run_library_call(-1, [&] { return reference::prefill_cpu(p); });
+}
+
+}  // namespace
+
+void bind_prefill(nb::module_& m) {
+  m.def("prefill_workspace_bytes", &prefill_workspace_bytes, nb::arg("num_tokens"), nb::arg("num_keys"),
+        nb::arg("topk"), nb::arg("fused"));
+  m.def("prefill", &prefill, nb::arg("index_q"), nb::arg("index_k"), nb::arg("index_k_scale"),
+        nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
+        nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
+        nb::arg("kv_scale"), nb::arg("fused"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
+        nb::arg("workspace").none(), nb::arg("indexer_kernel"), nb::arg("attention_kernel"),
+        nb::arg("stream"));
+  m.def("prefill_cpu", &prefill_cpu, nb::arg("index_q"), nb::arg("index_k"), nb::arg("index_k_scale"),
+        nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
+        nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
+        nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"));
+}
+
+}  // namespace fp8dsa::python

@@ -1,0 +1,78 @@
+// _fp8dsa.sparse_mla_prefill / sparse_mla_cpu: the arrays of flash_mla_sparse_fwd, plus
+// indices [T, topk] or [T, 1, topk] i32 and topk_length [T] i32.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "kernel_choice.h"
+#include "library_call.h"
+#include "stage_params.h"
+
+namespace fp8dsa::python {
+namespace {
+
+SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, const InputArray& kv,
+                                  const InputArray& indices, float sm_scale, int d_v,
+                                  const std::optional<InputArray>& attn_sink,
+                                  const std::optional<InputArray>& topk_length, float q_scale,
+                                  float kv_scale, const OutputArray& out,
+                                  const OutputArray& max_logits, const OutputArray& lse) {
+  const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse);
+  SparseMlaParams p = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
+
+  const ArrayView index_view =
+      arrays.input("indices", indices, {2, 3}, "[T, topk] or [T, 1, topk]", Element::kI32);
+  arrays.expect_extent(index_view, 0, p.num_tokens, "q's T");
+  if (index_view.ndim == 3) arrays.expect_extent(index_view, 1, 1, "one latent KV head");
+  p.indices = static_cast<const int32_t*>(index_view.data);
+  p.topk = narrow_extent(arrays, index_view, index_view.ndim - 1);
+  p.indices_stride = index_view.field_stride(0);
+  if (topk_length) {
+    const ArrayView lengths = arrays.input("topk_length", *topk_length, {1}, "[T]", Element::kI32);
+    arrays.expect_extent(lengths, 0, p.num_tokens, "q's T");
+    arrays.expect_packed(lengths);
+    p.topk_length = static_cast<const int32_t*>(lengths.data);
+  }
+  raise_if_error(validate(p));
+  check_attention_out(arrays, views, p);
+  return p;
+}
+
+void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputArray& indices,
+                        float sm_scale, int d_v, const std::optional<InputArray>& attn_sink,
+                        const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                        const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
+                        const std::string& kernel, uintptr_t stream) {
+  ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
+  SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
+                                        q_scale, kv_scale, out, max_logits, lse);
+  p.kernel = kernel_from_name(arrays, kernel,
+                              {SparseMlaKernel::kAuto, SparseMlaKernel::kFp8, SparseMlaKernel::kReference},
+                              sparse_mla_kernel_name);
+  p.stream = as_stream(stream);
+  run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
+}
+
+void sparse_mla_cpu(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
+                    int d_v, const std::optional<InputArray>& attn_sink,
+                    const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                    const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse) {
+  ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
+  const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink,
+                                              topk_length, q_scale, kv_scale, out, max_logits, lse);
+  run_library_call(-1, [&] { return reference::sparse_mla_cpu(p); });
+}
+
+}  // namespace
+
+void bind_sparse_mla(nb::module_& m) {
+  m.def("sparse_mla_prefill", &sparse_mla_prefill, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
+        nb::arg("kernel"), nb::arg("stream"));
+  m.def("sparse_mla_cpu", &sparse_mla_cpu, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"));
+}
+
+}  // namespace fp8dsa::python

@@ -1,0 +1,81 @@
+"""What the GPU tests share: the skip when there is no torch or no sm_90 GPU, torch inputs built
+from the NumPy problems, and the SPEC 6 accuracy checks against the CPU references."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+if torch.cuda.get_device_capability() != (9, 0):
+    pytest.skip("the fp8dsa kernels need an sm_90 (Hopper) GPU", allow_module_level=True)
+
+import fp8dsa  # noqa: E402
+import numpy_reference as ref  # noqa: E402
+
+DEVICE = torch.device("cuda")
+SM_SCALE = 1.0 / np.sqrt(192.0)
+
+
+def cuda(array):
+    """A NumPy array on the GPU (uint8 e4m3 bits become float8_e4m3fn)."""
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).to(DEVICE)
+    return tensor.view(torch.float8_e4m3fn) if tensor.dtype == torch.uint8 else tensor
+
+
+def host(tensor):
+    """A GPU result as NumPy: float8 as uint8 bits, bf16 as float32 values."""
+    if tensor.dtype == torch.float8_e4m3fn:
+        tensor = tensor.view(torch.uint8)
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.cpu().numpy()
+
+
+def mla_problem(seed, num_tokens, num_heads, num_kv, topk):
+    """NumPy inputs of one sparse MLA call (e4m3 bits; indices with invalid entries)."""
+    rng = np.random.default_rng(seed)
+    return dict(q=ref.random_e4m3(rng, (num_tokens, num_heads, 576), scale=0.5),
+                kv=ref.random_e4m3(rng, (num_kv, 576), scale=0.5),
+                indices=ref.random_indices(rng, num_tokens, topk, num_kv))
+
+
+def indexer_problem(seed, new_tokens, cached_keys, num_heads, head_dim=128):
+    """NumPy inputs of one indexer call over causal bounds."""
+    rng = np.random.default_rng(seed)
+    ks, ke, num_keys = fp8dsa.build_causal_bounds(new_tokens, cached_keys)
+    return dict(q=ref.random_e4m3(rng, (len(ks), num_heads, head_dim)),
+                k=ref.random_e4m3(rng, (num_keys, head_dim)),
+                k_scale=rng.uniform(0.5, 2.0, size=num_keys).astype(np.float32),
+                weights=rng.normal(size=(len(ks), num_heads)).astype(np.float32), ks=ks, ke=ke)
+
+
+def assert_attention_matches(result, expected):
+    """SPEC 6 for sparse MLA: out within 2.5e-2 relative L2 and cosine >= 0.999, lse and
+    max_logits within 2e-3 where finite, the no-valid-key conventions exactly."""
+    out, max_logits, lse = (host(x).astype(np.float64) for x in result)
+    expected_out = ref.bf16_values(expected[0])
+    expected_max, expected_lse = (np.asarray(x, np.float64) for x in expected[1:])
+    norm = np.linalg.norm(expected_out)
+    assert np.linalg.norm(out - expected_out) <= 2.5e-2 * norm
+    assert np.sum(out * expected_out) >= 0.999 * norm * np.linalg.norm(out)
+    for got, want in ((max_logits, expected_max), (lse, expected_lse)):
+        assert np.array_equal(np.isinf(got), np.isinf(want))
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=0, atol=2e-3)
+
+
+def assert_logits_match(logits, expected):
+    """SPEC 6 for the indexer, over the cells in [ks, ke); the same -inf cells."""
+    logits = host(logits).astype(np.float64)
+    expected = np.asarray(expected, np.float64)
+    assert np.array_equal(np.isneginf(logits), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    x, y = logits[finite], expected[finite]
+    assert 1.0 - 2.0 * np.sum(x * y) / np.sum(x * x + y * y) < 1e-5
+    assert np.max(np.abs(x - y)) <= 1e-3 * np.max(np.abs(y))
+
+
+def index_sets(indices):
+    """Per row, the set of selected keys (the -1 slots dropped)."""
+    return [set(int(i) for i in row if i >= 0) for row in np.asarray(indices)]

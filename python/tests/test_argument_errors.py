@@ -1,0 +1,180 @@
+"""Bad arguments raise Python exceptions with the library's message, on every function: the
+references run the library's own checks on host arrays, and every GPU call refuses host arrays
+before touching a device (so these run without a GPU)."""
+
+import numpy as np
+import pytest
+
+import fp8dsa
+import numpy_reference as ref
+
+SM_SCALE = 0.1
+
+
+@pytest.fixture
+def mla():
+    rng = np.random.default_rng(0)
+    return dict(q=ref.random_e4m3(rng, (4, 16, 576)), kv=ref.random_e4m3(rng, (200, 576)),
+                indices=ref.random_indices(rng, 4, 64, 200))
+
+
+@pytest.fixture
+def indexer():
+    rng = np.random.default_rng(1)
+    ks, ke, num_keys = fp8dsa.build_causal_bounds([4], [28])
+    return dict(q=ref.random_e4m3(rng, (4, 8, 128)),
+                kv=(ref.random_e4m3(rng, (num_keys, 128)), np.ones(num_keys, np.float32)),
+                weights=np.ones((4, 8), np.float32), ks=ks, ke=ke)
+
+
+def misaligned(bits):
+    """The same values at an address one byte past a 16-byte boundary."""
+    storage = np.zeros(bits.size + 32, np.uint8)
+    start = 17 - storage.ctypes.data % 16
+    view = storage[start:start + bits.size].reshape(bits.shape)
+    view[...] = bits
+    return view
+
+
+def run_mla(mla, **changes):
+    args = dict(mla, sm_scale=SM_SCALE)
+    args.update(changes)
+    return fp8dsa.reference.sparse_mla_prefill(**args)
+
+
+class TestSparseMla:
+    def test_dtype(self, mla):
+        with pytest.raises(TypeError, match="q dtype must be float8_e4m3fn or uint8 or bfloat16 "
+                                            r"\(given float16\)"):
+            run_mla(mla, q=mla["q"].astype(np.float16))
+        with pytest.raises(TypeError, match="indices dtype must be int32 \\(given int64\\)"):
+            run_mla(mla, indices=mla["indices"].astype(np.int64))
+        with pytest.raises(TypeError, match="out dtype must be bfloat16 or uint16"):
+            run_mla(mla, out=np.zeros((4, 16, 512), np.float32))
+        with pytest.raises(TypeError, match="q must be an array"):
+            run_mla(mla, q=mla["q"].tolist())
+
+    def test_bf16_inputs_are_a_later_stage(self, mla):
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        q = np.zeros((4, 16, 576), ml_dtypes.bfloat16)
+        with pytest.raises(NotImplementedError,
+                           match="q dtype bf16: the BF16/dequant path is a later stage"):
+            run_mla(mla, q=q)
+
+    def test_shapes(self, mla):
+        with pytest.raises(ValueError, match=r"q must be \[T, h, d_qk\] \(given shape \(4, 9216\)\)"):
+            run_mla(mla, q=mla["q"].reshape(4, -1))
+        with pytest.raises(ValueError, match="kv has 512 elements in dimension 1, q's d_qk needs 576"):
+            run_mla(mla, kv=mla["kv"][:, :512])
+        with pytest.raises(ValueError,
+                           match="kv has 2 elements in dimension 1, one latent KV head needs 1"):
+            run_mla(mla, kv=np.zeros((200, 2, 576), np.uint8))
+        with pytest.raises(ValueError, match="indices has 3 elements in dimension 0, q's T needs 4"):
+            run_mla(mla, indices=mla["indices"][:3])
+        with pytest.raises(ValueError, match="lse has 8 elements in dimension 1, q's h needs 16"):
+            run_mla(mla, lse=np.zeros((4, 8), np.float32))
+        with pytest.raises(ValueError, match=r"sparse_mla: out_head_stride \(256\) must be >= d_v \(512\)"):
+            run_mla(mla, out=np.zeros((4, 16, 256), np.uint16))
+        with pytest.raises(ValueError, match="out has 1024 elements in dimension 2, d_v needs 512"):
+            run_mla(mla, out=np.zeros((4, 16, 1024), np.uint16))
+        with pytest.raises(ValueError, match="attn_sink has 15 elements in dimension 0, q's h needs 16"):
+            run_mla(mla, attn_sink=np.zeros(15, np.float32))
+
+    def test_library_values(self, mla):
+        with pytest.raises(ValueError, match=r"sparse_mla: topk \(100\) must be a multiple of 64"):
+            run_mla(mla, indices=np.zeros((4, 100), np.int32))
+        with pytest.raises(ValueError,
+                           match=r"sparse_mla: num_heads \(12\) must be one of \{8, 16, 32, 64, 128\}"):
+            run_mla(mla, q=np.zeros((4, 12, 576), np.uint8))
+        with pytest.raises(ValueError, match=r"sparse_mla: d_v \(256\) must be one of \{512\}"):
+            run_mla(mla, d_v=256)
+        with pytest.raises(ValueError, match=r"sparse_mla: sm_scale \(-1\) must be finite and > 0"):
+            run_mla(mla, sm_scale=-1.0)
+
+    def test_strides_and_alignment(self, mla):
+        with pytest.raises(ValueError, match=r"sparse_mla: q \(0x[0-9a-f]+\) must be 16-byte aligned"):
+            run_mla(mla, q=misaligned(mla["q"]))
+        with pytest.raises(ValueError, match=r"sparse_mla: kv_row_stride \(580\) must be a multiple of 16"):
+            run_mla(mla, kv=np.zeros((200, 580), np.uint8)[:, :576])
+        with pytest.raises(ValueError, match="q must be contiguous in its innermost dimension"):
+            run_mla(mla, q=np.zeros((4, 16, 1152), np.uint8)[:, :, ::2])
+        with pytest.raises(ValueError, match="lse must be contiguous"):
+            run_mla(mla, lse=np.zeros((16, 4), np.float32).T)
+        with pytest.raises(ValueError, match="kv has stride 0 in dimension 0"):
+            run_mla(mla, kv=np.broadcast_to(mla["kv"][:1], (200, 576)))
+
+    def test_gpu_call_refuses_host_arrays(self, mla):
+        with pytest.raises(ValueError,
+                           match=r"sparse_mla_prefill: q must be on a CUDA device \(given host memory"):
+            fp8dsa.sparse_mla_prefill(mla["q"], mla["kv"], mla["indices"], SM_SCALE)
+
+
+class TestIndexer:
+    def test_dtype_and_shapes(self, indexer):
+        args = dict(indexer)
+        with pytest.raises(TypeError, match=r"weights dtype must be float32 \(given float64\)"):
+            fp8dsa.reference.indexer_logits(**dict(args, weights=args["weights"].astype(np.float64)))
+        with pytest.raises(TypeError, match=r"kv must be a tuple \(k \[N, D\], k_scale \[N\]\)"):
+            fp8dsa.reference.indexer_logits(**dict(args, kv=args["kv"][0]))
+        with pytest.raises(ValueError, match="k_scale has 31 elements in dimension 0, k's N needs 32"):
+            fp8dsa.reference.indexer_logits(**dict(args, kv=(args["kv"][0], np.ones(31, np.float32))))
+        with pytest.raises(ValueError, match="logits has 16 columns, fewer than k's N"):
+            fp8dsa.reference.indexer_logits(**args, logits=np.zeros((4, 16), np.float32))
+        with pytest.raises(ValueError, match="q must have packed heads"):
+            wide = np.zeros((4, 8, 256), np.uint8)
+            fp8dsa.reference.indexer_logits(**dict(args, q=wide[:, :, :128]))
+
+    def test_library_values(self, indexer):
+        args = dict(indexer)
+        with pytest.raises(ValueError,
+                           match=r"indexer: num_heads \(3\) must be one of \{4, 8, 16, 32, 64\}"):
+            fp8dsa.reference.indexer_logits(**dict(args, q=np.zeros((4, 3, 128), np.uint8),
+                                                   weights=np.ones((4, 3), np.float32)))
+        with pytest.raises(ValueError, match=r"indexer: ldl \(33\) must be a multiple of 4"):
+            fp8dsa.reference.indexer_logits(**args, logits=np.zeros((4, 33), np.float32))
+
+    def test_gpu_call_refuses_host_arrays(self, indexer):
+        with pytest.raises(ValueError, match="indexer_logits: q must be on a CUDA device"):
+            fp8dsa.indexer_logits(**indexer)
+
+
+class TestTopk:
+    def test_bad_k(self):
+        logits = np.zeros((2, 10), np.float32)
+        ks = np.zeros(2, np.int32)
+        ke = np.full(2, 10, np.int32)
+        for k in (0, 2049, -3):
+            with pytest.raises(ValueError, match=rf"topk: k \({k}\) must be in \[1, 2048\]"):
+                fp8dsa.reference.topk(logits, ks, ke, k)
+        with pytest.raises(ValueError, match="topk: row_seq is given but page_table is null"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, row_seq=np.zeros(2, np.int32))
+        with pytest.raises(ValueError, match=r"topk: page_size \(0\) must be in"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, page_table=np.zeros((2, 4), np.int32))
+        with pytest.raises(ValueError, match="ke has 3 elements in dimension 0, logits' T needs 2"):
+            fp8dsa.reference.topk(logits, ks, np.zeros(3, np.int32), 4)
+        with pytest.raises(ValueError, match="out has 8 elements in dimension 1, k needs 4"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, out=np.zeros((2, 8), np.int32))
+        with pytest.raises(TypeError, match="logits dtype must be float32"):
+            fp8dsa.reference.topk(logits.astype(np.float64), ks, ke, 4)
+
+    def test_gpu_call_refuses_host_arrays(self):
+        with pytest.raises(ValueError, match="topk: logits must be on a CUDA device"):
+            fp8dsa.topk(np.zeros((2, 10), np.float32), np.zeros(2, np.int32), np.zeros(2, np.int32), 4)
+
+
+class TestPrefill:
+    def test_errors(self, mla, indexer):
+        ks, ke, num_keys = fp8dsa.build_causal_bounds([4], [196])
+        index_kv = (np.zeros((200, 128), np.uint8), np.ones(200, np.float32))
+        args = dict(index_q=indexer["q"], index_kv=index_kv, weights=indexer["weights"], ks=ks,
+                    ke=ke, q=mla["q"], kv=mla["kv"], sm_scale=SM_SCALE)
+        with pytest.raises(ValueError, match=r"prefill: topk \(100\) must be a multiple of 64"):
+            fp8dsa.reference.prefill(**args, topk=100)
+        with pytest.raises(TypeError, match=r"index_kv\[1\] \(k_scale\) dtype must be float32"):
+            fp8dsa.reference.prefill(**dict(args, index_kv=(args["index_kv"][0], np.ones(200))))
+        with pytest.raises(ValueError,
+                           match="index_k has 64 elements in dimension 1, index_q's D needs 128"):
+            fp8dsa.reference.prefill(**dict(args, index_kv=(np.zeros((200, 64), np.uint8),
+                                                            np.ones(200, np.float32))))
+        with pytest.raises(ValueError, match="prefill: index_q must be on a CUDA device"):
+            fp8dsa.prefill(**args, topk=64, fused=True)

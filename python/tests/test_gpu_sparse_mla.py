@@ -1,0 +1,103 @@
+"""fp8dsa.sparse_mla_prefill on torch CUDA tensors against the CPU reference."""
+
+import numpy as np
+import pytest
+
+from gpu_support import DEVICE, SM_SCALE, assert_attention_matches, cuda, mla_problem, torch
+
+import fp8dsa
+
+
+def reference(problem, **kwargs):
+    return fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"],
+                                               SM_SCALE, **kwargs)
+
+
+@pytest.mark.parametrize("num_heads", [16, 64, 128])
+def test_matches_reference(num_heads):
+    problem = mla_problem(num_heads, num_tokens=48, num_heads=num_heads, num_kv=700, topk=256)
+    q, kv, indices = cuda(problem["q"]), cuda(problem["kv"]), cuda(problem["indices"])
+    out, max_logits, lse = fp8dsa.sparse_mla_prefill(q, kv, indices, SM_SCALE)
+    assert out.dtype == torch.bfloat16 and out.shape == (48, num_heads, 512) and out.device == q.device
+    assert max_logits.dtype == torch.float32 and lse.shape == (48, num_heads)
+    assert_attention_matches((out, max_logits, lse), reference(problem))
+
+
+@pytest.mark.parametrize("kernel", ["fp8", "reference"])
+def test_kernels_flashmla_layouts_sink_and_topk_length(kernel):
+    problem = mla_problem(1, num_tokens=20, num_heads=64, num_kv=300, topk=128)
+    sink = np.linspace(-2, 2, 64).astype(np.float32)
+    topk_length = np.arange(20, dtype=np.int32) * 7
+    kv = cuda(problem["kv"]).view(torch.uint8)[:, None, :]  # raw bits, [N, 1, 576]
+    result = fp8dsa.sparse_mla_prefill(cuda(problem["q"]), kv, cuda(problem["indices"])[:, None, :],
+                                       SM_SCALE, 512, cuda(sink).requires_grad_(), cuda(topk_length),
+                                       q_scale=0.75, kv_scale=1.25, kernel=kernel)
+    expected = reference(problem, attn_sink=sink, topk_length=topk_length, q_scale=0.75, kv_scale=1.25)
+    assert_attention_matches(result, expected)
+    assert torch.all(result[0][0] == 0) and torch.all(torch.isinf(result[2][0]))
+
+
+def test_given_outputs_equal_allocated_ones():
+    problem = mla_problem(2, num_tokens=32, num_heads=128, num_kv=500, topk=192)
+    args = (cuda(problem["q"]), cuda(problem["kv"]), cuda(problem["indices"]), SM_SCALE)
+    allocated = fp8dsa.sparse_mla_prefill(*args)
+    out = torch.full((32, 128, 512), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    max_logits = torch.full((32, 128), float("nan"), device=DEVICE)
+    lse = torch.full((32, 128), float("nan"), device=DEVICE)
+    given = fp8dsa.sparse_mla_prefill(*args, out=out, max_logits=max_logits, lse=lse)
+    assert given[0] is out and given[1] is max_logits and given[2] is lse
+    for a, b in zip(allocated, given):
+        assert torch.equal(a.view(torch.int16) if a.dtype == torch.bfloat16 else a,
+                           b.view(torch.int16) if b.dtype == torch.bfloat16 else b)
+
+
+def test_strided_inputs_and_output():
+    problem = mla_problem(3, num_tokens=16, num_heads=64, num_kv=400, topk=128)
+    q = torch.zeros(16, 64, 640, dtype=torch.uint8, device=DEVICE)
+    q[:, :, :576] = cuda(problem["q"]).view(torch.uint8)
+    kv = torch.zeros(400, 1024, dtype=torch.uint8, device=DEVICE)
+    kv[:, :576] = cuda(problem["kv"]).view(torch.uint8)
+    indices = torch.full((16, 256), -1, dtype=torch.int32, device=DEVICE)
+    indices[:, :128] = cuda(problem["indices"])
+    out = torch.zeros(16, 64, 528, dtype=torch.bfloat16, device=DEVICE)
+    result = fp8dsa.sparse_mla_prefill(q[:, :, :576].view(torch.float8_e4m3fn), kv[:, :576],
+                                       indices[:, :128], SM_SCALE, out=out[:, :, :512])
+    assert_attention_matches(result, reference(problem))
+    assert torch.all(out[:, :, 512:] == 0)
+
+
+def test_rejections():
+    problem = mla_problem(4, num_tokens=8, num_heads=16, num_kv=100, topk=64)
+    q, kv, indices = cuda(problem["q"]), cuda(problem["kv"]), cuda(problem["indices"])
+    with pytest.raises(ValueError, match="kv must be on a CUDA device"):
+        fp8dsa.sparse_mla_prefill(q, kv.cpu(), indices, SM_SCALE)
+    with pytest.raises(ValueError, match="lse must be contiguous"):
+        fp8dsa.sparse_mla_prefill(q, kv, indices, SM_SCALE,
+                                  lse=torch.empty(16, 8, device=DEVICE).t())
+    with pytest.raises(ValueError, match="q must be contiguous in its innermost dimension"):
+        wide = torch.zeros(8, 16, 1152, dtype=torch.uint8, device=DEVICE)
+        fp8dsa.sparse_mla_prefill(wide[:, :, ::2], kv, indices, SM_SCALE)
+    with pytest.raises(ValueError, match=r"sparse_mla: q \(0x[0-9a-f]+\) must be 16-byte aligned"):
+        storage = torch.zeros(q.numel() + 16, dtype=torch.uint8, device=DEVICE)
+        fp8dsa.sparse_mla_prefill(storage[1:1 + q.numel()].view(q.shape), kv, indices, SM_SCALE)
+    with pytest.raises(ValueError, match="kernel 'fast' must be one of 'auto', 'fp8', 'reference'"):
+        fp8dsa.sparse_mla_prefill(q, kv, indices, SM_SCALE, kernel="fast")
+    with pytest.raises(TypeError, match=r"q dtype must be .* \(given float16\)"):
+        fp8dsa.sparse_mla_prefill(q.half(), kv, indices, SM_SCALE)
+    with pytest.raises(NotImplementedError, match="BF16/dequant path is a later stage"):
+        fp8dsa.sparse_mla_prefill(q.to(torch.bfloat16), kv, indices, SM_SCALE)
+    with pytest.raises(ValueError, match=r"topk \(100\) must be a multiple of 64"):
+        fp8dsa.sparse_mla_prefill(q, kv, torch.zeros(8, 100, dtype=torch.int32, device=DEVICE),
+                                  SM_SCALE)
+
+
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    problem = mla_problem(5, num_tokens=8, num_heads=64, num_kv=200, topk=64)
+    out, max_logits, lse = fp8dsa.sparse_mla_prefill(cupy.asarray(problem["q"]),
+                                                     cupy.asarray(problem["kv"]),
+                                                     cupy.asarray(problem["indices"]), SM_SCALE)
+    assert isinstance(out, cupy.ndarray) and out.dtype == np.uint16
+    result = (torch.from_numpy(cupy.asnumpy(out).view(np.int16)).view(torch.bfloat16),
+              torch.from_numpy(cupy.asnumpy(max_logits)), torch.from_numpy(cupy.asnumpy(lse)))
+    assert_attention_matches(result, reference(problem))

@@ -1,6 +1,5 @@
 #include "array_checks.h"
 
-#include <sstream>
 
 namespace fp8dsa::python {
 namespace {
@@ -163,10 +162,10 @@ ArrayView ArrayChecker::output(const char* name, const OutputArray& array, std::
 void ArrayChecker::expect_extent(const ArrayView& view, int dim, int64_t expected,
                                  const std::string& meaning) const {
   if (view.shape[dim] == expected) return;
-  std::ostringstream os;
-  os << view.name << " has " << view.shape[dim] << " elements in dimension " << dim << ", "
-     << meaning << " needs " << expected;
-  fail(os.str());
+  // Plain string concatenation: an ostringstream here crashed the interpreter on the H200 machine's
+  // Python 3.12 build (segfault inside the stream insertion).
+  fail(std::string(view.name) + " has " + std::to_string(view.shape[dim]) + " elements in dimension " +
+       std::to_string(dim) + ", " + meaning + " needs " + std::to_string(expected));
 }
 
 void ArrayChecker::expect_packed(const ArrayView& view) const {

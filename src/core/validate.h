@@ -4,12 +4,14 @@
 // Use with FP8DSA_RETURN_IF_ERROR. Nothing here dereferences a pointer.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
-#include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "fp8dsa/status.h"
 #include "fp8dsa/types.h"
@@ -18,11 +20,35 @@ namespace fp8dsa::detail {
 
 inline constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();  // indices are int32
 
+// Messages are built without iostreams: inside a Python extension on the H200 machine's interpreter,
+// formatting a number into an ostringstream crashed the process (segfault in the insertion).
+inline void append_part(std::string& s, const char* part) { s += part; }
+inline void append_part(std::string& s, const std::string& part) { s += part; }
+template <typename T>
+void append_part(std::string& s, T part) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(part));  // what an ostream prints by default
+    s += buf;
+  } else {
+    static_assert(std::is_integral_v<T>, "concat takes strings, integers and floating-point values");
+    char buf[24];
+    s.append(buf, std::to_chars(buf, buf + sizeof(buf), part).ptr);
+  }
+}
+
 template <typename... Parts>
 std::string concat(const Parts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
+  std::string s;
+  (append_part(s, parts), ...);
+  return s;
+}
+
+// "0x7f..." for an address.
+inline std::string hex_address(uintptr_t address) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
+  return buf;
 }
 
 inline Status require(bool cond, StatusCode code, std::string message) {
@@ -62,15 +88,13 @@ inline Status check_one_of(const char* op, const char* name, int64_t value,
   for (int64_t a : allowed) {
     if (value == a) return Status::ok();
   }
-  std::ostringstream os;
-  os << op << ": " << name << " (" << value << ") must be one of {";
+  std::string message = concat(op, ": ", name, " (", value, ") must be one of {");
   const char* sep = "";
   for (int64_t a : allowed) {
-    os << sep << a;
+    message += concat(sep, a);
     sep = ", ";
   }
-  os << "}";
-  return invalid_argument(os.str());
+  return invalid_argument(message + "}");
 }
 
 // A null pointer is fine for an empty tensor; `needed` says whether the tensor has elements.
@@ -83,8 +107,7 @@ inline Status check_required(const char* op, const char* name, const void* ptr, 
 inline Status check_aligned(const char* op, const char* name, const void* ptr, int bytes) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   if (address % static_cast<uintptr_t>(bytes) == 0) return Status::ok();
-  return invalid_argument(concat(op, ": ", name, " (0x", std::hex, address, std::dec,
-                                 ") must be ", bytes, "-byte aligned"));
+  return invalid_argument(concat(op, ": ", name, " (", hex_address(address), ") must be ", bytes, "-byte aligned"));
 }
 
 inline Status check_dtype(const char* op, const char* name, DType given, DType expected) {

@@ -33,10 +33,13 @@ def host(tensor):
 
 
 def mla_problem(seed, num_tokens, num_heads, num_kv, topk):
-    """NumPy inputs of one sparse MLA call (e4m3 bits; indices with invalid entries)."""
+    """NumPy inputs of one sparse MLA call (e4m3 bits; indices with invalid entries). The scores'
+    standard deviation across keys is about 1.7, SPEC 8's flat end: with unstructured (zero-mean
+    random) values and a flatter softmax, rounding P to e4m3 alone costs out about 2.5% relative L2
+    (2.47e-2 at a std of 0.43, simulated), SPEC 6's whole budget."""
     rng = np.random.default_rng(seed)
-    return dict(q=ref.random_e4m3(rng, (num_tokens, num_heads, 576), scale=0.5),
-                kv=ref.random_e4m3(rng, (num_kv, 576), scale=0.5),
+    return dict(q=ref.random_e4m3(rng, (num_tokens, num_heads, 576), scale=1.0),
+                kv=ref.random_e4m3(rng, (num_kv, 576), scale=1.0),
                 indices=ref.random_indices(rng, num_tokens, topk, num_kv))
 
 

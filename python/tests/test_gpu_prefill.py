@@ -14,8 +14,8 @@ def prefill_problem(seed, num_heads=64, topk=128):
     problem = indexer_problem(seed, [24, 16], [300, 150], num_heads=32)
     rng = np.random.default_rng(seed + 1)
     num_tokens, num_keys = len(problem["ks"]), len(problem["k_scale"])
-    problem["mla_q"] = ref.random_e4m3(rng, (num_tokens, num_heads, 576), scale=0.5)
-    problem["kv"] = ref.random_e4m3(rng, (num_keys, 576), scale=0.5)
+    problem["mla_q"] = ref.random_e4m3(rng, (num_tokens, num_heads, 576), scale=1.0)
+    problem["kv"] = ref.random_e4m3(rng, (num_keys, 576), scale=1.0)
     problem["sink"] = rng.normal(size=num_heads).astype(np.float32)
     problem["topk"] = topk
     return problem
@@ -52,7 +52,10 @@ def test_prefill_kernels_and_given_outputs():
     problem = prefill_problem(1, num_heads=16, topk=64)
     args = gpu_args(problem)
     out = torch.empty(40, 16, 512, dtype=torch.bfloat16, device=args[0].device)
-    result = fp8dsa.prefill(*args, out=out, indexer_kernel="reference", attention_kernel="reference")
+    # Only the attention kernel differs: the reference indexer's logits may order keys whose scores
+    # tie to f32 rounding differently, and a top-k swap at the boundary changes a row's lse by far
+    # more than SPEC 6's attention tolerance.
+    result = fp8dsa.prefill(*args, out=out, attention_kernel="reference")
     assert result[0] is out
     default = fp8dsa.prefill(*args)
     assert_attention_matches(default, tuple(host_copy(x) for x in result))

@@ -104,8 +104,8 @@ def test_indexer_topk_and_prefill_graphs_replay_on_new_inputs():
     def problem(seed):
         p = indexer_problem(seed, [20, 12], [200, 60], 64)
         rng = np.random.default_rng(seed)
-        p["mla_q"] = ref.random_e4m3(rng, (32, 16, 576), scale=0.5)
-        p["kv"] = ref.random_e4m3(rng, (len(p["k_scale"]), 576), scale=0.5)
+        p["mla_q"] = ref.random_e4m3(rng, (32, 16, 576), scale=1.0)
+        p["kv"] = ref.random_e4m3(rng, (len(p["k_scale"]), 576), scale=1.0)
         return p
 
     first = problem(6)

@@ -95,7 +95,9 @@ void select_keys(const MlaWorkloadSpec& s, const Factors& f, int64_t t, int32_t*
     const float bonus = position - j < s.local_window ? 3.0f : 0.0f;
     cand[static_cast<size_t>(j)] = {relevance + bonus, static_cast<int32_t>(j)};
   }
-  const auto higher = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  const auto higher = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   std::nth_element(cand.begin(), cand.begin() + (take - 1), cand.end(), higher);
   std::sort(cand.begin(), cand.begin() + take, higher);
   for (int64_t i = 0; i < take; ++i) row[i] = cand[static_cast<size_t>(i)].second;
@@ -215,7 +217,9 @@ MlaWorkload make_mla_workload(const MlaWorkloadSpec& s) {
       std::vector<int32_t> next(b, b + s.topk);
       std::sort(next.begin(), next.end());
       int shared = 0, count = 0;
-      for (int i = 0; i < s.topk && a[i] >= 0; ++i, ++count) shared += std::binary_search(next.begin(), next.end(), a[i]);
+      for (int i = 0; i < s.topk && a[i] >= 0; ++i, ++count) {
+        shared += std::binary_search(next.begin(), next.end(), a[i]);
+      }
       w.neighbour_overlap += count > 0 ? static_cast<double>(shared) / count / kSampleRows : 0.0;
     }
   }

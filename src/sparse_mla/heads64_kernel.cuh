@@ -373,8 +373,9 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
     hopper::warpgroup_reg_dealloc<C::kScoreRegs>();
     const int64_t token = blockIdx.x / p.head_blocks;
     const int length = token_length(p, token);
-    heads64::score_group<kQkChains>(p, base.address, base.ptr, bars, token, static_cast<int>(blockIdx.x % p.head_blocks),
-                                    length, tile_count(length), thread);
+    heads64::score_group<kQkChains>(p, base.address, base.ptr, bars, token,
+                                    static_cast<int>(blockIdx.x % p.head_blocks), length, tile_count(length),
+                                    thread);
   } else {
     hopper::warpgroup_reg_alloc<C::kValueRegs>();
     const int64_t token = blockIdx.x / p.head_blocks;

@@ -4,11 +4,11 @@
 //   S^T[64 keys][h]  = K[64][576] . Q[h][576]^T   (m64nhk32, A = K tile, B = Q; 18 k-steps in
 //                                                    kQkChains chains added in f32)
 //   O^T[512][h]     += V^T[512][64] . P^T[h][64]^T (8 x m64nhk32 per 32-key step; A = V^T, B = P^T)
-// One CTA per token. The producer warpgroup gathers Q and the K tiles (gather.cuh). Two consumer warpgroups take alternate tiles and run independent online
-// softmaxes (each its own maxima, sums and O^T over its tiles), merged once at the end, so neither
-// waits for the other inside the key loop. A consumer transposes its own tiles into its V^T buffer
-// (transpose_v.cuh, while the first score chain runs) and writes P^T (heads x keys, keys in V^T's
-// permuted order) for the B operand.
+// One CTA per token. The producer warpgroup gathers Q and the K tiles (gather.cuh). Two consumer
+// warpgroups take alternate tiles and run independent online softmaxes (each its own maxima, sums
+// and O^T over its tiles), merged once at the end, so neither waits for the other inside the key
+// loop. A consumer transposes its own tiles into its V^T buffer (transpose_v.cuh, while the first
+// score chains run) and writes P^T (heads x keys, keys in V^T's permuted order) for the B operand.
 #pragma once
 
 #include <cmath>

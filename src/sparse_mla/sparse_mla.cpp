@@ -1,6 +1,6 @@
 // The public sparse MLA entry point: validates, passes the device gate, then runs the kernel that
 // params.kernel names. kAuto takes the native FP8 kernel (h in {8, 16}: the transposed orientation;
-// h = 32: the h = 64 kernel with zero rows past h; see launch_fp8.cu), and the CUDA-core reference
+// h = 32: the 64-head kernel with zero rows past h; see launch.cu), and the CUDA-core reference
 // kernel only for inputs it cannot take.
 #include <string>
 

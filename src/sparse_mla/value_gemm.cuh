@@ -15,7 +15,8 @@ namespace fp8dsa::sparse_mla {
 // The A fragments of k-step ks from the K tile at shared address k_tile.
 __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
                                                      int ks) {
-  build_value_fragments(frag, v, ks, [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
+  build_value_fragments(frag, v, ks,
+                        [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
 }
 
 // O^T[mb] += V^T[mb] . P^T for one k-step, committed and waited for (the fragments may be reused

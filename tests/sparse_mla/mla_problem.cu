@@ -57,8 +57,10 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     pr->workload = w.describe();
     pr->q.assign(static_cast<size_t>(T * p.q_token_stride), 0);
     pr->kv.assign(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), 0);
-    for (int64_t th = 0; th < T * h; ++th)
-      std::copy_n(w.q.begin() + th * kDqk, kDqk, pr->q.begin() + (th / h) * p.q_token_stride + (th % h) * p.q_head_stride);
+    for (int64_t th = 0; th < T * h; ++th) {
+      std::copy_n(w.q.begin() + th * kDqk, kDqk,
+                  pr->q.begin() + (th / h) * p.q_token_stride + (th % h) * p.q_head_stride);
+    }
     for (int64_t r = 0; r < N; ++r) std::copy_n(w.kv.begin() + r * kDqk, kDqk, pr->kv.begin() + r * p.kv_row_stride);
     packed = std::move(w.indices);
   } else {

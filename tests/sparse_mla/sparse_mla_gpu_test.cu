@@ -39,7 +39,8 @@ using testing::DeviceBuffer;
 // Runs the case twice on poisoned outputs (bitwise equal), checks coverage and returns the outputs.
 void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vector<float>* lse,
                             std::vector<float>* max_logits) {
-  ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return sparse_mla_prefill(pr.device); }, mla_test::rerun_outputs(pr)));
+  ASSERT_TRUE(
+      testing::reruns_bitwise_equal([&] { return sparse_mla_prefill(pr.device); }, mla_test::rerun_outputs(pr)));
   *out = pr.d_out.download();
   *lse = pr.d_lse.download();
   *max_logits = pr.d_max_logits.download();

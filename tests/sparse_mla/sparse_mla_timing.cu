@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
     const int h = argc > 2 ? std::atoi(argv[2]) : 64;
     Fp8Tuning tuning;
     if (argc > 3) tuning.qk_chains = std::atoi(argv[3]);
-    if (argc > 4) tuning.small_heads = std::strcmp(argv[4], "padded") == 0 ? SmallHeads::kPadded : SmallHeads::kTransposed;
+    if (argc > 4) {
+      tuning.small_heads = std::strcmp(argv[4], "padded") == 0 ? SmallHeads::kPadded : SmallHeads::kTransposed;
+    }
     const fp8dsa::Status st = fp8dsa::sparse_mla::launch_sparse_mla_fp8(params_for(h), tuning);
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::printf("profile launch h=%d qk_chains=%d: %s\n", h, tuning.qk_chains, st.to_string().c_str());

@@ -26,7 +26,8 @@ constexpr int kKeys = C::kKeysPerTile, kHeads = C::kHeads;
 struct Tile {
   std::vector<uint8_t> bytes = std::vector<uint8_t>(C::kKTileBytes);
   uint8_t at(int key, int col) const {
-    return bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, static_cast<uint32_t>(key), static_cast<uint32_t>(col))];
+    return bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, static_cast<uint32_t>(key),
+                                       static_cast<uint32_t>(col))];
   }
 };
 
@@ -115,7 +116,9 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
               ASSERT_EQ(head, hopper::acc_col(lane, r));
               ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
               int64_t expected = 0;
-              for (int key = 0; key < kKeys; ++key) expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDqk + dv];
+              for (int key = 0; key < kKeys; ++key) {
+                expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDqk + dv];
+              }
               ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
                   << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
             }

@@ -52,8 +52,25 @@ void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vec
   EXPECT_TRUE(testing::all_written(*max_logits, everything, "max_logits"));
 }
 
-// The FP8 kernel's outputs (in the run's layout) against the f64 CPU reference of the same params
-// under SPEC 6: out by rel L2 and cosine, lse and max_logits by each row's score spread.
+// Outputs of `tokens` tokens in `host`'s layout against reference values, under SPEC 6: out by rel L2
+// and cosine, lse and max_logits by each row's score spread.
+testing::SparseMlaCheck check_outputs(const SparseMlaParams& host, const uint16_t* out, const float* lse,
+                                      const float* max_logits, const std::vector<double>& ref_out,
+                                      const std::vector<double>& ref_lse, const std::vector<double>& ref_max,
+                                      const reference::SparseMlaScoreSpread& spread, int64_t tokens) {
+  testing::SparseMlaOutputs got;
+  got.out = out;
+  got.out_token_stride = host.out_token_stride;
+  got.out_head_stride = host.out_head_stride;
+  got.lse = lse;
+  got.max_logits = max_logits;
+  testing::SparseMlaTolerance tol;
+  tol.row_score_std = &spread.std;
+  tol.row_score_max_abs = &spread.max_abs;
+  return testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, tokens, host.num_heads, kDv, tol);
+}
+
+// The FP8 kernel's outputs (in the run's layout) against the f64 CPU reference of the same params.
 testing::SparseMlaCheck check_against_f64(const SparseMlaParams& host, const std::vector<uint16_t>& out,
                                           const std::vector<float>& lse, const std::vector<float>& max_logits) {
   std::vector<double> ref_out, ref_lse, ref_max;
@@ -61,16 +78,8 @@ testing::SparseMlaCheck check_against_f64(const SparseMlaParams& host, const std
   const Status st = reference::sparse_mla_cpu_f64(host, &ref_out, &ref_lse, &ref_max, &spread);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   if (!st.is_ok()) return {};
-  testing::SparseMlaOutputs got;
-  got.out = out.data();
-  got.out_token_stride = host.out_token_stride;
-  got.out_head_stride = host.out_head_stride;
-  got.lse = lse.data();
-  got.max_logits = max_logits.data();
-  testing::SparseMlaTolerance tol;
-  tol.row_score_std = &spread.std;
-  tol.row_score_max_abs = &spread.max_abs;
-  return testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, host.num_tokens, host.num_heads, kDv, tol);
+  return check_outputs(host, out.data(), lse.data(), max_logits.data(), ref_out, ref_lse, ref_max, spread,
+                       host.num_tokens);
 }
 
 void print_check(const std::string& what, const testing::SparseMlaCheck& check) {
@@ -275,17 +284,8 @@ testing::SparseMlaCheck run_tuned(MlaProblem& pr, const SampledReference& ref, c
     std::copy_n(lse.begin() + t * p.num_heads, p.num_heads, got_lse.begin() + i * p.num_heads);
     std::copy_n(max_logits.begin() + t * p.num_heads, p.num_heads, got_max.begin() + i * p.num_heads);
   }
-  testing::SparseMlaOutputs got;
-  got.out = got_out.data();
-  got.out_token_stride = p.out_token_stride;
-  got.out_head_stride = p.out_head_stride;
-  got.lse = got_lse.data();
-  got.max_logits = got_max.data();
-  testing::SparseMlaTolerance tol;
-  tol.row_score_std = &ref.spread.std;
-  tol.row_score_max_abs = &ref.spread.max_abs;
-  const testing::SparseMlaCheck check =
-      testing::check_sparse_mla(got, ref.out, ref.lse, ref.max_logits, sampled, p.num_heads, kDv, tol);
+  const testing::SparseMlaCheck check = check_outputs(p, got_out.data(), got_lse.data(), got_max.data(), ref.out,
+                                                      ref.lse, ref.max_logits, ref.spread, sampled);
   if (expect_pass) EXPECT_TRUE(check.passed) << check.description;
   print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
               check);

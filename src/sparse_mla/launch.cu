@@ -2,9 +2,12 @@
 // the 64-head kernel (one CTA per token and 64-head block: h = 128 gives two CTAs per token that
 // share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
 // transposed small-head kernel (one CTA per token).
+#include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
@@ -19,15 +22,26 @@ bool fp8_kernel_supports(const SparseMlaParams& params) {
 
 namespace {
 
-template <int kQkChains = kQkChainChoices[0], int... kRest>
-Status launch_heads64_chains(const Fp8Tuning& tuning, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  const int qk_chains = tuning.qk_chains;
-  if (qk_chains == kQkChains) return launch_heads64<kQkChains>(args, blocks, stream);
-  if constexpr (sizeof...(kRest) > 0) {
-    return launch_heads64_chains<kRest...>(tuning, args, blocks, stream);
-  } else {
-    return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated");
+Status qk_chains_not_instantiated(int qk_chains) {
+  std::string choices;
+  for (int c : kQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
+  return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated (" +
+                          choices + ")");
+}
+
+using Heads64Launch = Status (*)(const KernelArgs&, unsigned, cudaStream_t);
+template <size_t... kChoice>
+constexpr std::array<Heads64Launch, sizeof...(kChoice)> heads64_launches(std::index_sequence<kChoice...>) {
+  return {&launch_heads64<kQkChainChoices[kChoice]>...};
+}
+
+// launch_heads64 of kQkChainChoices[i] == qk_chains.
+Status launch_heads64_chains(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+  static constexpr auto kLaunches = heads64_launches(std::make_index_sequence<std::size(kQkChainChoices)>{});
+  for (size_t i = 0; i < kLaunches.size(); ++i) {
+    if (kQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
   }
+  return qk_chains_not_instantiated(qk_chains);
 }
 
 }  // namespace
@@ -37,10 +51,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
     return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
                            "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
   }
-  if (!is_instantiated_qk_chains(tuning.qk_chains)) {
-    return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(tuning.qk_chains) +
-                            " is not instantiated (6, 9, 18)");
-  }
+  if (!is_instantiated_qk_chains(tuning.qk_chains)) return qk_chains_not_instantiated(tuning.qk_chains);
   const SparseMlaParams r = params.resolved();
   const bool transposed = tuning.small_heads == SmallHeads::kTransposed ? has_transposed_kernel(r.num_heads)
                           : tuning.small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
@@ -85,7 +96,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }
-  return launch_heads64_chains<kQkChainChoices[0], kQkChainChoices[1], kQkChainChoices[2]>(tuning, k, grid, r.stream);
+  return launch_heads64_chains(tuning.qk_chains, k, grid, r.stream);
 }
 
 }  // namespace fp8dsa::sparse_mla

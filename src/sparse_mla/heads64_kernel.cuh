@@ -108,19 +108,17 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   // Lane l checks keys 2l and 2l + 1 of the tile (each warp the whole tile).
   int32_t idx_even = index_at(indices, 2 * lane, length);
   int32_t idx_odd = index_at(indices, 2 * lane + 1, length);
+  const auto k_descriptor = [&](int tile) {
+    return hopper::kmajor_descriptor(smem + C::kKOffset + (tile % C::kNumKStages) * C::kKTileBytes, Swizzle::k64B,
+                                     C::kKeysPerTile, 0);
+  };
   const auto start_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
-    const int stage = tile % C::kNumKStages;
-    wait_barrier(&bars.full[stage], (tile / C::kNumKStages) & 1);
+    wait_barrier(&bars.full[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
     hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
-    start_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q,
-                                                hopper::kmajor_descriptor(smem + C::kKOffset + stage * C::kKTileBytes,
-                                                                          Swizzle::k64B, C::kKeysPerTile, 0));
+    start_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q, k_descriptor(tile));
   };
   const auto finish_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
-    const int stage = tile % C::kNumKStages;
-    finish_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q,
-                                                 hopper::kmajor_descriptor(smem + C::kKOffset + stage * C::kKTileBytes,
-                                                                           Swizzle::k64B, C::kKeysPerTile, 0));
+    finish_qk_chains<Shape, kQkChains, kStart>(s, part, desc_q, k_descriptor(tile));
   };
   // Softmax of tile `tile` (its complete scores in s), P and the tile's rescale factors into its
   // P slot (released by the caller); then the indices of the next tile.

@@ -52,6 +52,8 @@ __device__ __forceinline__ float column_sum8(float x) {
 // Register r of an m64nh accumulator holds column acc_col(lane, r); its index among the thread's
 // kH / 4 columns:
 __host__ __device__ constexpr int column_slot(int r) { return (r / 4) * 2 + r % 2; }
+// ... and the column of the thread's slot j (the inverse: hopper::acc_col of slot j's registers).
+__host__ __device__ constexpr int slot_column(int lane, int j) { return 8 * (j / 2) + 2 * (lane % 4) + j % 2; }
 
 // Consumer c (a template argument, so that its named-barrier ids are immediates).
 template <int kH, int kQkChains, int c>
@@ -93,12 +95,11 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   int32_t next_lo = -1, next_hi = -1;
   const auto load_indices = [&](int tile) {
     const int pos = tile * SC::kKeysPerTile + row_lo;
-    next_lo = pos < length ? __ldg(indices + pos) : -1;
-    next_hi = pos + 8 < length ? __ldg(indices + pos + 8) : -1;
+    next_lo = index_at(indices, pos, length);
+    next_hi = index_at(indices, pos + 8, length);
   };
   load_indices(c);
 
-  static_assert(SC::kQkSteps % kQkChains == 0, "QK^T chains split the 18 k-steps evenly");
   float s[kR], part[2][kR];
   bool valid_lo = false, valid_hi = false;
   uint32_t k_tile = 0;
@@ -138,15 +139,15 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       tile_max[j] = column_max8(tile_max[j]);
-      // Lanes 0..3 hold every column of the warp: slot j is column 8 (j / 2) + 2 lane + j % 2.
-      if (lane < 4) col_max_buf[warp * kH + 8 * (j / 2) + 2 * lane + j % 2] = tile_max[j];
+      // Lanes 0..3 hold every column of the warp.
+      if (lane < 4) col_max_buf[warp * kH + slot_column(lane, j)] = tile_max[j];
     }
     hopper::named_barrier_sync(kBarrierColumnMax + c, 128);
     const int parity = (tile / 2) % 2;  // this consumer's iteration number, mod 2
     float alpha[kCols], bias[kCols];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
-      const int col = 8 * (j / 2) + 2 * (lane % 4) + j % 2;
+      const int col = slot_column(lane, j);
       float mx = col_max_buf[col];
 #pragma unroll
       for (int wp = 1; wp < 4; ++wp) mx = fmaxf(mx, col_max_buf[wp * kH + col]);
@@ -239,7 +240,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   for (int j = 0; j < kCols; ++j) {
     const float f = column_sum8(sum_f32[j]), q = column_sum8(sum_e4m3[j]);
     if (lane < 4) {
-      const int col = 8 * (j / 2) + 2 * lane + j % 2;
+      const int col = slot_column(lane, j);
       const float2 state = max_state[(my_tiles % 2) * kH + col];
       merge[(c * 4 + warp) * kH + col] = make_float4(state.y, state.x, f, q);
     }
@@ -250,7 +251,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   const int64_t cell0 = token * p.num_heads;
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
-    const int col = 8 * (j / 2) + 2 * (lane % 4) + j % 2;
+    const int col = slot_column(lane, j);
     float ref[2], mt[2], tf[2], tq[2];
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
@@ -301,10 +302,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
       const int j = column_slot(r);
       const float v = (o[b][r] * scale_own[j] + o1[(b * kR + r) * 128 + thread]) * out_scale[j];
       const int dv = b * 64 + hopper::acc_row(warp, lane, r);
-      const __nv_bfloat16 h16 = __float2bfloat16_rn(v);
-      asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(stage_base + hopper::acc_col(lane, r) * kStageRow + dv * 2),
-                   "h"(*reinterpret_cast<const unsigned short*>(&h16))
-                   : "memory");
+      hopper::sts16(stage_base + hopper::acc_col(lane, r) * kStageRow + dv * 2,
+                    __bfloat16_as_ushort(__float2bfloat16_rn(v)));
     }
   hopper::named_barrier_sync(kBarrierPtReady + c, 128);  // consumer 0's four warps staged it all
   __nv_bfloat16* out = p.out + token * p.out_token_stride;

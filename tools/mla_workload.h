@@ -41,7 +41,7 @@ struct MlaWorkload {
   double score_mean = 0.0;       // mean over rows of the mean of s
   double mean_max_prob = 0.0;    // mean over rows of the largest softmax probability
   double neighbour_overlap = 0.0;  // mean fraction of token t's selection also selected by t + 1
-  std::string describe() const;  // "score std 3.02 (mean -0.11), mean max prob 0.21, overlap 0.93"
+  std::string describe() const;  // "score std 3.02 (mean -0.11), mean max prob 0.21, neighbour overlap 0.93"
 };
 
 // Throws std::invalid_argument on an impossible spec (N < T, topk not positive, ...).

@@ -193,6 +193,7 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
   SparseMlaCheck c;
   const int64_t head_stride = got.out_head_stride != 0 ? got.out_head_stride : d_v;
   const int64_t token_stride = got.out_token_stride != 0 ? got.out_token_stride : num_heads * head_stride;
+  const int64_t row_token_stride = got.row_token_stride != 0 ? got.row_token_stride : num_heads;
   std::ostringstream failures;
   int reported = 0;
   const bool by_spread = tol.row_score_std != nullptr && tol.row_score_max_abs != nullptr;
@@ -215,8 +216,9 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
         ref_sq += r[c_] * r[c_];
         err_sq += (g - r[c_]) * (g - r[c_]);
       }
-      const double lse = got.lse != nullptr ? got.lse[th] : ref_lse[th];
-      const double max_logit = got.max_logits != nullptr ? got.max_logits[th] : ref_max_logits[th];
+      const int64_t row = t * row_token_stride + h;
+      const double lse = got.lse != nullptr ? got.lse[row] : ref_lse[th];
+      const double max_logit = got.max_logits != nullptr ? got.max_logits[row] : ref_max_logits[th];
       if (std::isinf(ref_lse[th]) && ref_lse[th] > 0) {
         ++c.empty_rows;
         const bool ok = all_zero && std::isinf(lse) && lse > 0 && std::isinf(max_logit) && max_logit < 0;

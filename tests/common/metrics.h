@@ -72,6 +72,7 @@ struct SparseMlaOutputs {
   int64_t out_head_stride = 0;    // 0 = d_v
   const float* lse = nullptr;         // [T, h]; not compared when null
   const float* max_logits = nullptr;  // [T, h]; optional
+  int64_t row_token_stride = 0;       // of lse and max_logits; 0 = h (packed)
 };
 
 struct SparseMlaTolerance {

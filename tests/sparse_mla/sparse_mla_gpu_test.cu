@@ -1,18 +1,17 @@
-// The native FP8 sparse MLA kernel (sparse_mla_prefill, kernel kFp8 / kAuto) against the f64 CPU
-// reference on the SPEC 8 shapes and edge cases (invalid indices, all-invalid tokens, topk_length,
-// sinks, strides, scales, duplicate keys), on poisoned outputs with every-element-written checks
-// and bitwise reruns; one large case against the GPU reference kernel; argument errors.
+// The native FP8 sparse MLA kernels (sparse_mla_prefill, kernel kAuto, and each tuning through
+// launch_sparse_mla_fp8) against the f64 CPU reference on the SPEC 8 shapes and edge cases (invalid
+// indices, all-invalid tokens, topk_length, sinks, strides, scales, duplicate keys) and on realistic
+// scores, on poisoned outputs with every-element-written checks and bitwise reruns; SPEC 8's large
+// cases on sampled tokens; argument errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common/gpu_test.h"
@@ -20,6 +19,7 @@
 #include "common/poison.h"
 #include "common/random_inputs.h"
 #include "common/rerun.h"
+#include "common/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "mla_problem.h"
@@ -33,14 +33,13 @@ using mla_test::kDqk;
 using mla_test::kDv;
 using mla_test::MlaCase;
 using mla_test::MlaProblem;
-using testing::DeviceBuffer;
 
-
-// Runs the case twice on poisoned outputs (bitwise equal), checks coverage and returns the outputs.
+// Runs `launch` (default: sparse_mla_prefill of the problem) twice on poisoned outputs (bitwise
+// equal), checks coverage and returns the outputs.
 void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vector<float>* lse,
-                            std::vector<float>* max_logits) {
-  ASSERT_TRUE(
-      testing::reruns_bitwise_equal([&] { return sparse_mla_prefill(pr.device); }, mla_test::rerun_outputs(pr)));
+                            std::vector<float>* max_logits, std::function<Status()> launch = nullptr) {
+  if (!launch) launch = [&] { return sparse_mla_prefill(pr.device); };
+  ASSERT_TRUE(testing::reruns_bitwise_equal(launch, mla_test::rerun_outputs(pr)));
   *out = pr.d_out.download();
   *lse = pr.d_lse.download();
   *max_logits = pr.d_max_logits.download();
@@ -50,36 +49,6 @@ void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vec
   EXPECT_TRUE(testing::untouched_outside(*out, owned, "out"));
   EXPECT_TRUE(testing::all_written(*lse, everything, "lse"));
   EXPECT_TRUE(testing::all_written(*max_logits, everything, "max_logits"));
-}
-
-// Outputs of `tokens` tokens in `host`'s layout against reference values, under SPEC 6: out by rel L2
-// and cosine, lse and max_logits by each row's score spread.
-testing::SparseMlaCheck check_outputs(const SparseMlaParams& host, const uint16_t* out, const float* lse,
-                                      const float* max_logits, const std::vector<double>& ref_out,
-                                      const std::vector<double>& ref_lse, const std::vector<double>& ref_max,
-                                      const reference::SparseMlaScoreSpread& spread, int64_t tokens) {
-  testing::SparseMlaOutputs got;
-  got.out = out;
-  got.out_token_stride = host.out_token_stride;
-  got.out_head_stride = host.out_head_stride;
-  got.lse = lse;
-  got.max_logits = max_logits;
-  testing::SparseMlaTolerance tol;
-  tol.row_score_std = &spread.std;
-  tol.row_score_max_abs = &spread.max_abs;
-  return testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, tokens, host.num_heads, kDv, tol);
-}
-
-// The FP8 kernel's outputs (in the run's layout) against the f64 CPU reference of the same params.
-testing::SparseMlaCheck check_against_f64(const SparseMlaParams& host, const std::vector<uint16_t>& out,
-                                          const std::vector<float>& lse, const std::vector<float>& max_logits) {
-  std::vector<double> ref_out, ref_lse, ref_max;
-  reference::SparseMlaScoreSpread spread;
-  const Status st = reference::sparse_mla_cpu_f64(host, &ref_out, &ref_lse, &ref_max, &spread);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  if (!st.is_ok()) return {};
-  return check_outputs(host, out.data(), lse.data(), max_logits.data(), ref_out, ref_lse, ref_max, spread,
-                       host.num_tokens);
 }
 
 void print_check(const std::string& what, const testing::SparseMlaCheck& check) {
@@ -96,7 +65,9 @@ void run_case(const MlaCase& c, uint64_t seed) {
   std::vector<float> lse, max_logits;
   run_and_check_coverage(pr, &out, &lse, &max_logits);
   if (::testing::Test::HasFatalFailure()) return;
-  const testing::SparseMlaCheck check = check_against_f64(pr.host, out, lse, max_logits);
+  testing::SampledMlaReference ref;  // every token
+  FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
+  const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 1) EXPECT_GE(check.empty_rows, c.num_heads);  // the all-invalid token
   print_check(c.name() + (pr.workload.empty() ? "" : ", " + pr.workload), check);
@@ -229,77 +200,35 @@ TEST(SparseMlaFp8, RealisticScoresSmall) {
   }
 }
 
-// The f64 reference of the tokens t % every == 0 of a problem, with their score spread: a problem
-// of its own (the reference takes a token subset by offsets), computed once for every run checked
-// against it.
-struct SampledReference {
-  int64_t every = 1;
-  SparseMlaParams params;  // the sampled tokens only (host pointers into q / indices / lengths)
-  std::vector<uint8_t> q;
-  std::vector<int32_t> indices, lengths;
-  std::vector<double> out, lse, max_logits;
-  reference::SparseMlaScoreSpread spread;
-};
-
-void sample_reference(const MlaProblem& pr, int64_t every, SampledReference* r) {
-  const SparseMlaParams& p = pr.host;
-  const int64_t sampled = (p.num_tokens + every - 1) / every;
-  r->every = every;
-  r->q.resize(static_cast<size_t>(sampled * p.q_token_stride));
-  r->indices.resize(static_cast<size_t>(sampled * p.indices_stride));
-  r->lengths.clear();
-  for (int64_t i = 0; i < sampled; ++i) {
-    const int64_t t = i * every;
-    std::copy_n(pr.q.begin() + t * p.q_token_stride, p.q_token_stride, r->q.begin() + i * p.q_token_stride);
-    std::copy_n(pr.indices.begin() + t * p.indices_stride, p.indices_stride, r->indices.begin() + i * p.indices_stride);
-    if (p.topk_length != nullptr) r->lengths.push_back(p.topk_length[t]);
-  }
-  r->params = p;
-  r->params.num_tokens = sampled;
-  r->params.q = r->q.data();
-  r->params.indices = r->indices.data();
-  r->params.topk_length = p.topk_length != nullptr ? r->lengths.data() : nullptr;
-  FP8DSA_ASSERT_STATUS_OK(
-      reference::sparse_mla_cpu_f64(r->params, &r->out, &r->lse, &r->max_logits, &r->spread));
+std::string tuning_label(const sparse_mla::Fp8Tuning& tuning) {
+  return "qk_chains=" + std::to_string(tuning.qk_chains) +
+         (tuning.small_heads == sparse_mla::SmallHeads::kTransposed ? " transposed"
+          : tuning.small_heads == sparse_mla::SmallHeads::kPadded   ? " padded"
+                                                                     : "");
 }
 
-// Runs the problem through launch_sparse_mla_fp8 with `tuning` (poisoned outputs, bitwise rerun,
-// every element written) and checks the sampled tokens against `ref` under SPEC 6.
-testing::SparseMlaCheck run_tuned(MlaProblem& pr, const SampledReference& ref, const sparse_mla::Fp8Tuning& tuning,
-                                  bool expect_pass, const std::string& label) {
-  SCOPED_TRACE(label);
-  EXPECT_TRUE(testing::reruns_bitwise_equal([&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); },
-                                            mla_test::rerun_outputs(pr)));
-  const std::vector<uint16_t> out = pr.d_out.download();
-  const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
-  EXPECT_TRUE(testing::all_written(out, mla_test::out_cells(pr.host), "out"));
-  EXPECT_TRUE(testing::all_written(lse, [](size_t) { return true; }, "lse"));
-  const SparseMlaParams& p = pr.host;
-  const int64_t sampled = ref.params.num_tokens;
-  std::vector<uint16_t> got_out(static_cast<size_t>(sampled * p.out_token_stride));
-  std::vector<float> got_lse(static_cast<size_t>(sampled * p.num_heads)), got_max(got_lse.size());
-  for (int64_t i = 0; i < sampled; ++i) {
-    const int64_t t = i * ref.every;
-    std::copy_n(out.begin() + t * p.out_token_stride, p.out_token_stride, got_out.begin() + i * p.out_token_stride);
-    std::copy_n(lse.begin() + t * p.num_heads, p.num_heads, got_lse.begin() + i * p.num_heads);
-    std::copy_n(max_logits.begin() + t * p.num_heads, p.num_heads, got_max.begin() + i * p.num_heads);
-  }
-  const testing::SparseMlaCheck check = check_outputs(p, got_out.data(), got_lse.data(), got_max.data(), ref.out,
-                                                      ref.lse, ref.max_logits, ref.spread, sampled);
-  if (expect_pass) EXPECT_TRUE(check.passed) << check.description;
-  print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
-              check);
-  return check;
-}
-
-// One case with the default tuning, every `every`-th token checked.
-void run_large(const MlaCase& c, uint64_t seed, int64_t every, const sparse_mla::Fp8Tuning& tuning = {}) {
+// One problem through launch_sparse_mla_fp8 with each tuning (poisoned outputs, bitwise rerun, every
+// element written), every `every`-th token against the f64 reference (computed once) under SPEC 6,
+// required of the tunings with the default chain count and printed for all.
+void run_large(const MlaCase& c, uint64_t seed, int64_t every,
+               const std::vector<sparse_mla::Fp8Tuning>& tunings = {{}}) {
   MlaProblem pr;
   mla_test::make_problem(c, seed, &pr);
-  SampledReference ref;
-  sample_reference(pr, every, &ref);
-  if (::testing::Test::HasFatalFailure()) return;
-  run_tuned(pr, ref, tuning, true, c.name() + " qk_chains=" + std::to_string(tuning.qk_chains));
+  testing::SampledMlaReference ref;
+  FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, every));
+  for (const sparse_mla::Fp8Tuning& tuning : tunings) {
+    const std::string label = c.name() + " " + tuning_label(tuning);
+    SCOPED_TRACE(label);
+    std::vector<uint16_t> out;
+    std::vector<float> lse, max_logits;
+    run_and_check_coverage(pr, &out, &lse, &max_logits,
+                           [&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
+    if (::testing::Test::HasFatalFailure()) return;
+    const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+    if (tuning.qk_chains == sparse_mla::kDefaultQkChains) EXPECT_TRUE(check.passed) << check.description;
+    print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
+                check);
+  }
 }
 
 // SPEC 8's large case, T = 4096, N = 65536, topk = 2048, on realistic scores and on the uniform data
@@ -334,14 +263,9 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
   for (int h : {8, 16}) {
     MlaCase c{8192, 2048, h, 512, true, true};
     c.score_std = 3.0;
-    MlaProblem pr;
-    mla_test::make_problem(c, 170030 + h, &pr);
-    SampledReference ref;
-    sample_reference(pr, 4, &ref);
-    if (::testing::Test::HasFatalFailure()) return;
-    run_tuned(pr, ref, {sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kTransposed}, true,
-              c.name() + " transposed");
-    run_tuned(pr, ref, {sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kPadded}, true, c.name() + " padded");
+    run_large(c, 170030 + h, 4,
+              {{sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kTransposed},
+               {sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kPadded}});
   }
 }
 
@@ -354,15 +278,9 @@ TEST(SparseMlaFp8, QkChainsAccuracy) {
     for (double score_std : {1.0, 3.0, 10.0}) {
       MlaCase c{16384, 2048, h, 256};
       c.score_std = score_std;
-      MlaProblem pr;
-      mla_test::make_problem(c, 175000 + h + static_cast<uint64_t>(score_std), &pr);
-      SampledReference ref;
-      sample_reference(pr, 1, &ref);
-      if (::testing::Test::HasFatalFailure()) return;
-      for (int chains : sparse_mla::kQkChainChoices) {
-        run_tuned(pr, ref, {chains, sparse_mla::SmallHeads::kDefault}, chains == sparse_mla::kDefaultQkChains,
-                  c.name() + " qk_chains=" + std::to_string(chains));
-      }
+      std::vector<sparse_mla::Fp8Tuning> tunings;
+      for (int chains : sparse_mla::kQkChainChoices) tunings.push_back({chains, sparse_mla::SmallHeads::kDefault});
+      run_large(c, 175000 + h + static_cast<uint64_t>(score_std), 1, tunings);
     }
   }
 }

@@ -23,14 +23,6 @@ namespace {
 using C = Heads64Config;
 constexpr int kKeys = C::kKeysPerTile, kHeads = C::kHeads;
 
-struct Tile {
-  std::vector<uint8_t> bytes = std::vector<uint8_t>(C::kKTileBytes);
-  uint8_t at(int key, int col) const {
-    return bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, static_cast<uint32_t>(key),
-                                       static_cast<uint32_t>(col))];
-  }
-};
-
 // Small integers as bytes: the emulated MMA multiplies them exactly.
 std::vector<int> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -41,11 +33,11 @@ std::vector<int> random_bytes(size_t n, uint32_t seed) {
 
 TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
   // The gathered tile: V[key][d] = tile row key, column d.
-  Tile tile;
+  std::vector<uint8_t> tile(C::kKTileBytes);
   const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 7);
   for (int key = 0; key < kKeys; ++key)
     for (int col = 0; col < C::kDqk; ++col)
-      tile.bytes[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
+      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
           static_cast<uint8_t>(v_values[key * C::kDqk + col]);
   // P[head][key], placed in the score group's accumulator registers, packed into words by the
   // fragment rule and stored at p_slot_offset.
@@ -83,7 +75,7 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
           ASSERT_EQ(offset % 8, 0u);
           for (int i = 0; i < 2; ++i) {
             words[i] = 0;
-            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile.bytes[offset + 4 * i + b]) << (8 * b);
+            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
           }
         });
         for (int mb = 0; mb < 4; ++mb)

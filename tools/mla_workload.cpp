@@ -168,6 +168,7 @@ MlaWorkload make_mla_workload(const MlaWorkloadSpec& s) {
   }
   const Factors f = make_factors(s);
   MlaWorkload w;
+  w.spec = s;
   const int r = f.rank;
 
   w.kv.resize(static_cast<size_t>(s.num_kv) * kDqk);
@@ -224,6 +225,21 @@ MlaWorkload make_mla_workload(const MlaWorkloadSpec& s) {
     }
   }
   return w;
+}
+
+SparseMlaParams mla_params(const MlaWorkload& w, int h) {
+  if (h < 1 || h > w.spec.num_heads) throw std::invalid_argument("mla_params: need 1 <= h <= the workload's heads");
+  SparseMlaParams p;
+  p.num_tokens = w.spec.num_tokens;
+  p.num_kv = w.spec.num_kv;
+  p.num_heads = h;
+  p.q = w.q.data();
+  p.q_token_stride = int64_t{w.spec.num_heads} * kDqk;
+  p.kv = w.kv.data();
+  p.indices = w.indices.data();
+  p.topk = w.spec.topk;
+  p.sm_scale = w.spec.sm_scale;
+  return p;
 }
 
 }  // namespace fp8dsa::tools

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "fp8dsa/sparse_mla.h"
+
 namespace fp8dsa::tools {
 
 struct MlaWorkloadSpec {
@@ -32,6 +34,7 @@ struct MlaWorkloadSpec {
 };
 
 struct MlaWorkload {
+  MlaWorkloadSpec spec;          // what it was made from
   std::vector<uint8_t> q;        // [T, h, 576] e4m3, packed
   std::vector<uint8_t> kv;       // [N, 576] e4m3, packed
   std::vector<int32_t> indices;  // [T, topk] absolute rows, descending relevance, -1 padding
@@ -46,5 +49,10 @@ struct MlaWorkload {
 
 // Throws std::invalid_argument on an impossible spec (N < T, topk not positive, ...).
 MlaWorkload make_mla_workload(const MlaWorkloadSpec& spec);
+
+// The sparse MLA problem of the workload's first h <= spec.num_heads heads (q keeps its token stride
+// of spec.num_heads rows): host pointers into w, sm_scale of the spec, no outputs (packed strides).
+// Throws std::invalid_argument for h outside [1, spec.num_heads].
+SparseMlaParams mla_params(const MlaWorkload& w, int h);
 
 }  // namespace fp8dsa::tools

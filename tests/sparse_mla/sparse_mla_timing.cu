@@ -66,16 +66,10 @@ int main(int argc, char** argv) {
   FP8DSA_TOOL_CHECK_CUDA(
       cudaMemcpy(d_idx, w.indices.data(), w.indices.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
   const auto params_for = [&](int h) {
-    fp8dsa::SparseMlaParams p;
-    p.num_tokens = T;
-    p.num_kv = n;
-    p.num_heads = h;
+    fp8dsa::SparseMlaParams p = fp8dsa::tools::mla_params(w, h);
     p.q = d_q;
-    p.q_token_stride = int64_t{max_h} * d_qk;
     p.kv = d_kv;
     p.indices = d_idx;
-    p.topk = topk;
-    p.sm_scale = spec.sm_scale;
     p.out = d_out;
     p.lse = d_lse;
     p.max_logits = d_max;

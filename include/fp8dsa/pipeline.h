@@ -24,7 +24,7 @@ struct PrefillParams {
   int topk = 2048;      // k of the selection and topk of the attention; a multiple of 64, <= 2048
   bool fused = false;   // score + top-k in one pass (no [T, N] logits buffer)
 
-  void* workspace = nullptr;  // at least prefill_workspace_bytes(params), 256-byte aligned
+  void* workspace = nullptr;  // at least prefill_workspace_bytes(params), kWorkspaceAlignment (256)-byte aligned
   size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;  // overrides the stages' own streams
 };

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fp8dsa/status.h"
+#include "fp8dsa/types.h"
 
 namespace fp8dsa {
 
@@ -39,7 +40,7 @@ struct TopkParams {
   const int32_t* row_seq = nullptr;       // [T] sequence of each row; nullptr: row t is sequence t
   const int32_t* row_pos_base = nullptr;  // [T] key row of logical position 0; nullptr: ks[t]
 
-  void* workspace = nullptr;  // at least topk_workspace_bytes(params), 256-byte aligned
+  void* workspace = nullptr;  // at least topk_workspace_bytes(params), kWorkspaceAlignment (256)-byte aligned
   size_t workspace_bytes = 0;
 
   cudaStream_t stream = nullptr;

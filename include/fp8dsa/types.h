@@ -3,9 +3,13 @@
 // reinterpretation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace fp8dsa {
+
+// The alignment, in bytes, of every workspace the API takes (topk, prefill).
+inline constexpr size_t kWorkspaceAlignment = 256;
 
 enum class DType : int {
   kE4M3 = 0,  // float8 e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa, no inf, NaN = S.1111.111, max 448

@@ -5,7 +5,7 @@
 #include "stage_params.h"
 
 NB_MODULE(_fp8dsa, m) {
-  m.attr("WORKSPACE_ALIGNMENT") = fp8dsa::python::kWorkspaceAlignment;
+  m.attr("WORKSPACE_ALIGNMENT") = fp8dsa::kWorkspaceAlignment;
   m.def("synchronize", &fp8dsa::python::synchronize, nanobind::arg("device_id"), nanobind::arg("stream"));
   fp8dsa::python::bind_conversions(m);
   fp8dsa::python::bind_indexer(m);

@@ -46,9 +46,9 @@ SparseMlaParams attention_params(ArrayChecker& arrays, const AttentionArrays& vi
 void check_attention_out(const ArrayChecker& arrays, const AttentionArrays& views,
                          const SparseMlaParams& params);
 
-// The workspaces of topk() and prefill() start 256-byte aligned. The Python layer allocates a uint8
-// array of kWorkspaceAlignment spare bytes; the workspace starts at its first aligned byte.
-inline constexpr uintptr_t kWorkspaceAlignment = 256;
+// The workspaces of topk() and prefill() start kWorkspaceAlignment-byte aligned (fp8dsa/types.h). The
+// Python layer allocates a uint8 array of kWorkspaceAlignment spare bytes; the workspace starts at
+// its first aligned byte.
 struct Workspace {
   void* data = nullptr;
   size_t bytes = 0;

@@ -11,9 +11,8 @@
 namespace fp8dsa {
 namespace {
 
-// Every sub-buffer starts on this boundary: TMA needs 16 bytes, vector loads and the top-k's own
-// workspace contract want 256.
-constexpr size_t kWorkspaceAlign = 256;
+// Every sub-buffer starts on a kWorkspaceAlignment (fp8dsa/types.h) boundary: TMA needs 16 bytes,
+// vector loads and the top-k's own workspace contract want 256.
 // The logits row stride is a multiple of 4 floats so every row starts 16-byte aligned.
 constexpr int64_t kLogitsRowAlign = 4;
 
@@ -30,8 +29,8 @@ size_t checked_bytes(int64_t a, int64_t b, int64_t c) {
 }
 
 size_t align_up(size_t bytes) {
-  if (bytes > kSizeOverflow - (kWorkspaceAlign - 1)) return kSizeOverflow;
-  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+  if (bytes > kSizeOverflow - (kWorkspaceAlignment - 1)) return kSizeOverflow;
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
 }
 
 size_t add_saturating(size_t a, size_t b) { return a > kSizeOverflow - b ? kSizeOverflow : a + b; }
@@ -114,8 +113,8 @@ Status prefill(const PrefillParams& params) {
     return invalid_argument("prefill: workspace is null but " + std::to_string(plan.total) +
                             " bytes are needed");
   }
-  if (reinterpret_cast<uintptr_t>(params.workspace) % kWorkspaceAlign != 0) {
-    return invalid_argument("prefill: workspace must be 256-byte aligned");
+  if (reinterpret_cast<uintptr_t>(params.workspace) % kWorkspaceAlignment != 0) {
+    return invalid_argument("prefill: workspace must be " + std::to_string(kWorkspaceAlignment) + "-byte aligned");
   }
   FP8DSA_RETURN_IF_ERROR(check_device());
 

@@ -76,8 +76,8 @@ Status topk(const TopkParams& params) {
                 (p.workspace == nullptr ? ", workspace null" : "") +
                 ") is below topk_workspace_bytes() (" + std::to_string(need) + ")"};
   }
-  if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0) {
-    return invalid_argument("topk: workspace must be 256-byte aligned");
+  if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % kWorkspaceAlignment != 0) {
+    return invalid_argument("topk: workspace must be " + std::to_string(kWorkspaceAlignment) + "-byte aligned");
   }
   if (p.num_rows == 0) return Status::ok();
   return topk_impl::launch(p, topk_impl::choose_launch(p));

@@ -168,6 +168,14 @@ void ArrayChecker::expect_extent(const ArrayView& view, int dim, int64_t expecte
        std::to_string(dim) + ", " + meaning + " needs " + std::to_string(expected));
 }
 
+ArrayView ArrayChecker::vector(const char* name, const InputArray& array, const char* layout,
+                               Element element, int64_t extent, const std::string& meaning) {
+  const ArrayView view = input(name, array, {1}, layout, element);
+  expect_extent(view, 0, extent, meaning);
+  expect_packed(view);
+  return view;
+}
+
 void ArrayChecker::expect_packed(const ArrayView& view) const {
   if (view.empty) return;
   int64_t packed = 1;

@@ -60,6 +60,10 @@ class ArrayChecker {
   void expect_extent(const ArrayView& view, int dim, int64_t expected, const std::string& meaning) const;
   // Every stride packed: for the arrays whose params field has no stride.
   void expect_packed(const ArrayView& view) const;
+  // input() of a 1-D array of `extent` elements, packed (a params field with no stride, e.g.
+  // topk_length [T]).
+  ArrayView vector(const char* name, const InputArray& array, const char* layout, Element element,
+                   int64_t extent, const std::string& meaning);
 
   // The CUDA device of the arrays seen so far (-1 before the first CUDA array).
   int device_id() const { return device_id_; }

@@ -42,10 +42,7 @@ void indexer_logits(const InputArray& q, const InputArray& k, const InputArray& 
                     uintptr_t stream) {
   ArrayChecker arrays("indexer_logits", Placement::kCuda);
   IndexerParams p = indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, logits, fill_masked);
-  p.kernel = kernel_from_name(arrays, kernel,
-                              {IndexerKernel::kAuto, IndexerKernel::kQResident, IndexerKernel::kKResident,
-                               IndexerKernel::kReference},
-                              indexer_kernel_name);
+  p.kernel = indexer_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::indexer_logits(p); });
 }

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "array_checks.h"
+#include "fp8dsa/indexer.h"
+#include "fp8dsa/sparse_mla.h"
 
 namespace fp8dsa::python {
 
@@ -19,6 +21,19 @@ Kernel kernel_from_name(const ArrayChecker& arrays, const std::string& name,
     known += std::string("'") + kernel_name(kernel) + "'";
   }
   arrays.fail("kernel '" + name + "' must be one of " + known);
+}
+
+// Every kernel a caller may name, for indexer_logits / prefill and sparse_mla_prefill / prefill.
+inline IndexerKernel indexer_kernel_from_name(const ArrayChecker& arrays, const std::string& name) {
+  return kernel_from_name(arrays, name,
+                          {IndexerKernel::kAuto, IndexerKernel::kQResident, IndexerKernel::kKResident,
+                           IndexerKernel::kReference},
+                          indexer_kernel_name);
+}
+inline SparseMlaKernel sparse_mla_kernel_from_name(const ArrayChecker& arrays, const std::string& name) {
+  return kernel_from_name(arrays, name,
+                          {SparseMlaKernel::kAuto, SparseMlaKernel::kFp8, SparseMlaKernel::kReference},
+                          sparse_mla_kernel_name);
 }
 
 }  // namespace fp8dsa::python

@@ -54,14 +54,8 @@ void prefill(const InputArray& index_q, const InputArray& index_k, const InputAr
   PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv,
                                    sm_scale, topk, d_v, attn_sink, q_scale, kv_scale, fused, out,
                                    max_logits, lse);
-  p.indexer.kernel = kernel_from_name(arrays, indexer_kernel,
-                                      {IndexerKernel::kAuto, IndexerKernel::kQResident,
-                                       IndexerKernel::kKResident, IndexerKernel::kReference},
-                                      indexer_kernel_name);
-  p.attention.kernel = kernel_from_name(
-      arrays, attention_kernel,
-      {SparseMlaKernel::kAuto, SparseMlaKernel::kFp8, SparseMlaKernel::kReference},
-      sparse_mla_kernel_name);
+  p.indexer.kernel = indexer_kernel_from_name(arrays, indexer_kernel);
+  p.attention.kernel = sparse_mla_kernel_from_name(arrays, attention_kernel);
   const Workspace space = aligned_workspace(arrays, workspace);
   p.workspace = space.data;
   p.workspace_bytes = space.bytes;

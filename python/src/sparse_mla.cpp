@@ -28,10 +28,8 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
   p.topk = narrow_extent(arrays, index_view, index_view.ndim - 1);
   p.indices_stride = index_view.field_stride(0);
   if (topk_length) {
-    const ArrayView lengths = arrays.input("topk_length", *topk_length, {1}, "[T]", Element::kI32);
-    arrays.expect_extent(lengths, 0, p.num_tokens, "q's T");
-    arrays.expect_packed(lengths);
-    p.topk_length = static_cast<const int32_t*>(lengths.data);
+    p.topk_length = static_cast<const int32_t*>(
+        arrays.vector("topk_length", *topk_length, "[T]", Element::kI32, p.num_tokens, "q's T").data);
   }
   raise_if_error(validate(p));
   check_attention_out(arrays, views, p);
@@ -46,9 +44,7 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
                                         q_scale, kv_scale, out, max_logits, lse);
-  p.kernel = kernel_from_name(arrays, kernel,
-                              {SparseMlaKernel::kAuto, SparseMlaKernel::kFp8, SparseMlaKernel::kReference},
-                              sparse_mla_kernel_name);
+  p.kernel = sparse_mla_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
 }

@@ -110,10 +110,8 @@ SparseMlaParams attention_params(ArrayChecker& arrays, const AttentionArrays& v,
   p.max_logits = static_cast<float*>(v.max_logits.data);
   p.lse = static_cast<float*>(v.lse.data);
   if (attn_sink) {
-    const ArrayView sink = arrays.input("attn_sink", *attn_sink, {1}, "[h]", Element::kF32);
-    arrays.expect_extent(sink, 0, p.num_heads, "q's h");
-    arrays.expect_packed(sink);
-    p.attn_sink = static_cast<const float*>(sink.data);
+    p.attn_sink = static_cast<const float*>(
+        arrays.vector("attn_sink", *attn_sink, "[h]", Element::kF32, p.num_heads, "q's h").data);
   }
   return p;
 }

@@ -15,10 +15,8 @@ namespace {
 const int32_t* optional_row_array(ArrayChecker& arrays, const char* name,
                                   const std::optional<InputArray>& array, int64_t num_rows) {
   if (!array) return nullptr;
-  const ArrayView view = arrays.input(name, *array, {1}, "[T]", Element::kI32);
-  arrays.expect_extent(view, 0, num_rows, "logits' T");
-  arrays.expect_packed(view);
-  return static_cast<const int32_t*>(view.data);
+  return static_cast<const int32_t*>(
+      arrays.vector(name, *array, "[T]", Element::kI32, num_rows, "logits' T").data);
 }
 
 TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const InputArray& ks,

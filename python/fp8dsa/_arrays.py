@@ -41,6 +41,13 @@ def dtype_name(x):
     return np.dtype(x.dtype).name
 
 
+def check_dtype(op, name, x, dtypes):
+    """TypeError unless the array `x` has one of `dtypes` (canonical names)."""
+    given = dtype_name(x)
+    if given not in dtypes:
+        raise TypeError(f"{op}: {name} dtype must be {' or '.join(dtypes)} (given {given})")
+
+
 def check(op, name, x, ndims, layout, dtypes):
     """TypeError for something that is not an array or has the wrong dtype, ValueError for the wrong
     number of dimensions. Everything else (shapes, strides, placement, alignment) is checked by the
@@ -48,9 +55,7 @@ def check(op, name, x, ndims, layout, dtypes):
     if not (hasattr(x, "dtype") and hasattr(x, "shape")):
         raise TypeError(f"{op}: {name} must be an array (torch, CuPy, JAX or NumPy), "
                         f"given {type(x).__name__}")
-    given = dtype_name(x)
-    if given not in dtypes:
-        raise TypeError(f"{op}: {name} dtype must be {' or '.join(dtypes)} (given {given})")
+    check_dtype(op, name, x, dtypes)
     if len(x.shape) not in ndims:
         raise ValueError(f"{op}: {name} must be {layout} (given shape {tuple(x.shape)})")
     return x

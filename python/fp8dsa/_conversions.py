@@ -8,12 +8,9 @@ from . import _arrays, _fp8dsa
 
 def _host_bits(op, x, dtypes, bits_dtype):
     """`x` as a contiguous NumPy array of its raw bits."""
-    if not isinstance(x, np.ndarray):
-        x = np.asarray(x)
-    given = _arrays.dtype_name(x)
-    if given not in dtypes:
-        raise TypeError(f"{op}: x dtype must be {' or '.join(dtypes)} (given {given})")
-    return np.ascontiguousarray(x).view(bits_dtype)
+    x = np.ascontiguousarray(x)
+    _arrays.check_dtype(op, "x", x, dtypes)
+    return x.view(bits_dtype)
 
 
 def e4m3_from_float(x):

@@ -49,6 +49,11 @@ def indexer_logits_buffer(op, q, k, logits):
     return _arrays.empty(q, (q.shape[0], padded), "float32")
 
 
+def indexer_logits_result(buffer, logits, k):
+    """What the call returns: the given `logits`, or the [T, N] view of the buffer it allocated."""
+    return buffer if logits is not None else buffer[:, :k.shape[0]]
+
+
 def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, kernel="auto",
                    stream=None):
     """FP8 indexer scoring on the GPU: every (token, key) pair in [ks, ke) scored on the e4m3 tensor
@@ -62,7 +67,7 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     with _arrays.cuda_stream(q, stream, (q, k, k_scale, weights, ks, ke)) as handle:
         _fp8dsa.indexer_logits(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
                                view(buffer), bool(fill_masked), kernel, handle)
-    return buffer if logits is not None else buffer[:, :k.shape[0]]
+    return indexer_logits_result(buffer, logits, k)
 
 
 indexer_logits.__doc__ += _SHAPES + """
@@ -87,9 +92,8 @@ def build_causal_bounds(new_tokens, cached_keys):
     query token in sequence order, and num_keys = sum(cached_keys + new_tokens), an int. Raises
     ValueError for negative counts or totals past INT32_MAX (the library's message).
     """
-    ks, ke, num_keys = _fp8dsa.build_causal_bounds(_sequence_counts("new_tokens", new_tokens),
-                                                   _sequence_counts("cached_keys", cached_keys))
-    return ks, ke, num_keys
+    return _fp8dsa.build_causal_bounds(_sequence_counts("new_tokens", new_tokens),
+                                       _sequence_counts("cached_keys", cached_keys))
 
 
 def _sequence_counts(name, values):

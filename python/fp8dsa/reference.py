@@ -35,7 +35,7 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True):
     buffer = _indexer.indexer_logits_buffer(op, q, k, logits)
     _fp8dsa.indexer_logits_cpu(_view(q), _view(k), _view(k_scale), _view(weights), _view(ks),
                                _view(ke), _view(buffer), bool(fill_masked))
-    return buffer if logits is not None else buffer[:, :k.shape[0]]
+    return _indexer.indexer_logits_result(buffer, logits, k)
 
 
 def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, row_seq=None,

@@ -1,5 +1,5 @@
 """What the GPU tests share: the skip when there is no torch or no sm_90 GPU, torch inputs built
-from the NumPy problems, and the SPEC 6 accuracy checks against the CPU references."""
+from the NumPy problems, their CPU references and the SPEC 6 accuracy checks against them."""
 
 import numpy as np
 import pytest
@@ -51,6 +51,22 @@ def indexer_problem(seed, new_tokens, cached_keys, num_heads, head_dim=128):
                 k=ref.random_e4m3(rng, (num_keys, head_dim)),
                 k_scale=rng.uniform(0.5, 2.0, size=num_keys).astype(np.float32),
                 weights=rng.normal(size=(len(ks), num_heads)).astype(np.float32), ks=ks, ke=ke)
+
+
+def indexer_args(problem):
+    """An indexer_problem's arguments of fp8dsa.indexer_logits, on the GPU."""
+    return (cuda(problem["q"]), (cuda(problem["k"]), cuda(problem["k_scale"])),
+            cuda(problem["weights"]), cuda(problem["ks"]), cuda(problem["ke"]))
+
+
+def indexer_reference(problem):
+    return fp8dsa.reference.indexer_logits(problem["q"], (problem["k"], problem["k_scale"]),
+                                           problem["weights"], problem["ks"], problem["ke"])
+
+
+def mla_reference(problem, **kwargs):
+    return fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"],
+                                               SM_SCALE, **kwargs)
 
 
 def assert_attention_matches(result, expected):

@@ -3,20 +3,10 @@
 import numpy as np
 import pytest
 
-from gpu_support import (DEVICE, assert_logits_match, cuda, host, index_sets, indexer_problem,
-                         torch)
+from gpu_support import (DEVICE, assert_logits_match, cuda, host, index_sets, indexer_args,
+                         indexer_problem, indexer_reference, torch)
 
 import fp8dsa
-
-
-def indexer_args(problem):
-    return (cuda(problem["q"]), (cuda(problem["k"]), cuda(problem["k_scale"])),
-            cuda(problem["weights"]), cuda(problem["ks"]), cuda(problem["ke"]))
-
-
-def indexer_reference(problem):
-    return fp8dsa.reference.indexer_logits(problem["q"], (problem["k"], problem["k_scale"]),
-                                           problem["weights"], problem["ks"], problem["ke"])
 
 
 @pytest.mark.parametrize("kernel", ["auto", "q_resident", "k_resident", "reference"])

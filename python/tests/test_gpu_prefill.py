@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from gpu_support import SM_SCALE, assert_attention_matches, cuda, indexer_problem, torch
+from gpu_support import (SM_SCALE, assert_attention_matches, cuda, indexer_args, indexer_problem,
+                         torch)
 
 import fp8dsa
 import numpy_reference as ref
@@ -22,10 +23,8 @@ def prefill_problem(seed, num_heads=64, topk=128):
 
 
 def gpu_args(problem):
-    return (cuda(problem["q"]), (cuda(problem["k"]), cuda(problem["k_scale"])),
-            cuda(problem["weights"]), cuda(problem["ks"]), cuda(problem["ke"]),
-            cuda(problem["mla_q"]), cuda(problem["kv"]), SM_SCALE, problem["topk"], 512,
-            cuda(problem["sink"]))
+    return (*indexer_args(problem), cuda(problem["mla_q"]), cuda(problem["kv"]), SM_SCALE,
+            problem["topk"], 512, cuda(problem["sink"]))
 
 
 def test_prefill_equals_stages_one_by_one_and_matches_reference():

@@ -3,14 +3,10 @@
 import numpy as np
 import pytest
 
-from gpu_support import DEVICE, SM_SCALE, assert_attention_matches, cuda, mla_problem, torch
+from gpu_support import (DEVICE, SM_SCALE, assert_attention_matches, cuda, mla_problem,
+                         mla_reference, torch)
 
 import fp8dsa
-
-
-def reference(problem, **kwargs):
-    return fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"],
-                                               SM_SCALE, **kwargs)
 
 
 @pytest.mark.parametrize("num_heads", [16, 64, 128])
@@ -20,7 +16,7 @@ def test_matches_reference(num_heads):
     out, max_logits, lse = fp8dsa.sparse_mla_prefill(q, kv, indices, SM_SCALE)
     assert out.dtype == torch.bfloat16 and out.shape == (48, num_heads, 512) and out.device == q.device
     assert max_logits.dtype == torch.float32 and lse.shape == (48, num_heads)
-    assert_attention_matches((out, max_logits, lse), reference(problem))
+    assert_attention_matches((out, max_logits, lse), mla_reference(problem))
 
 
 @pytest.mark.parametrize("kernel", ["fp8", "reference"])
@@ -32,7 +28,7 @@ def test_kernels_flashmla_layouts_sink_and_topk_length(kernel):
     result = fp8dsa.sparse_mla_prefill(cuda(problem["q"]), kv, cuda(problem["indices"])[:, None, :],
                                        SM_SCALE, 512, cuda(sink).requires_grad_(), cuda(topk_length),
                                        q_scale=0.75, kv_scale=1.25, kernel=kernel)
-    expected = reference(problem, attn_sink=sink, topk_length=topk_length, q_scale=0.75, kv_scale=1.25)
+    expected = mla_reference(problem, attn_sink=sink, topk_length=topk_length, q_scale=0.75, kv_scale=1.25)
     assert_attention_matches(result, expected)
     assert torch.all(result[0][0] == 0) and torch.all(torch.isinf(result[2][0]))
 
@@ -62,7 +58,7 @@ def test_strided_inputs_and_output():
     out = torch.zeros(16, 64, 528, dtype=torch.bfloat16, device=DEVICE)
     result = fp8dsa.sparse_mla_prefill(q[:, :, :576].view(torch.float8_e4m3fn), kv[:, :576],
                                        indices[:, :128], SM_SCALE, out=out[:, :, :512])
-    assert_attention_matches(result, reference(problem))
+    assert_attention_matches(result, mla_reference(problem))
     assert torch.all(out[:, :, 512:] == 0)
 
 
@@ -100,4 +96,4 @@ def test_cupy_arrays():
     assert isinstance(out, cupy.ndarray) and out.dtype == np.uint16
     result = (torch.from_numpy(cupy.asnumpy(out).view(np.int16)).view(torch.bfloat16),
               torch.from_numpy(cupy.asnumpy(max_logits)), torch.from_numpy(cupy.asnumpy(lse)))
-    assert_attention_matches(result, reference(problem))
+    assert_attention_matches(result, mla_reference(problem))

@@ -4,7 +4,8 @@ current stream (or the one it is given) and replays from a torch.cuda.CUDAGraph.
 import numpy as np
 
 from gpu_support import (SM_SCALE, assert_attention_matches, assert_logits_match, cuda, host,
-                         index_sets, indexer_problem, mla_problem, torch)
+                         index_sets, indexer_problem, indexer_reference, mla_problem, mla_reference,
+                         torch)
 
 import fp8dsa
 import numpy_reference as ref
@@ -25,11 +26,6 @@ def late_copies(tensors):
     return copies
 
 
-def mla_reference(problem):
-    return fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"],
-                                               SM_SCALE)
-
-
 def test_calls_run_on_the_current_stream():
     mla = mla_problem(0, num_tokens=32, num_heads=64, num_kv=400, topk=128)
     idx = indexer_problem(1, [40], [100], 32)
@@ -45,9 +41,7 @@ def test_calls_run_on_the_current_stream():
         selected = fp8dsa.topk(logits, ks, ke, 64)
     side.synchronize()
     assert_attention_matches(attention, mla_reference(mla))
-    expected_logits = fp8dsa.reference.indexer_logits(idx["q"], (idx["k"], idx["k_scale"]),
-                                                      idx["weights"], idx["ks"], idx["ke"])
-    assert_logits_match(logits, expected_logits)
+    assert_logits_match(logits, indexer_reference(idx))
     assert index_sets(host(selected)) == index_sets(
         fp8dsa.reference.topk(host(logits), idx["ks"], idx["ke"], 64))
 
@@ -130,9 +124,7 @@ def test_indexer_topk_and_prefill_graphs_replay_on_new_inputs():
     stages_graph.replay()
     prefill_graph.replay()
     torch.cuda.synchronize()
-    expected_logits = fp8dsa.reference.indexer_logits(
-        second["q"], (second["k"], second["k_scale"]), second["weights"], second["ks"], second["ke"])
-    assert_logits_match(logits, expected_logits)
+    assert_logits_match(logits, indexer_reference(second))
     assert index_sets(host(selected)) == index_sets(
         fp8dsa.reference.topk(host(logits), second["ks"], second["ke"], 128))
     expected = fp8dsa.reference.prefill(second["q"], (second["k"], second["k_scale"]),

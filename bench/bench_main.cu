@@ -27,7 +27,7 @@ using namespace fp8dsa;
 using namespace fp8dsa::bench;
 
 constexpr int kGemmSize = 8192;
-const char* const kAllOps[] = {"indexer", "topk", "sparse_mla", "pipeline"};
+const char* const kAllOps[] = {"indexer", "topk", "fused_topk", "sparse_mla", "pipeline"};
 
 struct Options {
   std::vector<std::string> ops{std::begin(kAllOps), std::end(kAllOps)};
@@ -49,7 +49,7 @@ void print_usage(std::FILE* out) {
                "GEMM 8192^3 (e4m3 in, bf16 out) in the same run; prints op, shape, kernel, ms, TFLOPS\n"
                "(valid work only), ratio_to_fp8_gemm and GB/s, and appends the rows to a CSV.\n"
                "\n"
-               "  --ops=LIST     comma-separated subset of indexer,topk,sparse_mla,pipeline (default: all)\n"
+               "  --ops=LIST     comma-separated subset of indexer,topk,fused_topk,sparse_mla,pipeline (default: all)\n"
                "  --quick        fewer shapes (one or two per op)\n"
                "  --reps=N       timed repetitions per shape, median reported (default 10)\n"
                "  --warmup=N     untimed launches first (default 3)\n"
@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   };
   const OpBench benches[] = {{"indexer", run_indexer_bench},
                              {"topk", run_topk_bench},
+                             {"fused_topk", run_fused_topk_bench},
                              {"sparse_mla", run_sparse_mla_bench},
                              {"pipeline", run_pipeline_bench}};
   int exit_code = 0;

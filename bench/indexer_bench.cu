@@ -4,6 +4,7 @@
 
 #include "device_data.h"
 #include "fp8dsa/indexer.h"
+#include "indexer_inputs.h"
 #include "op_benches.h"
 
 namespace fp8dsa::bench {
@@ -12,35 +13,12 @@ namespace {
 constexpr int64_t kTokens = 4096;
 constexpr int kHeadDim = 128;
 
-struct IndexerInputs {
-  DeviceBuffer q, w, k, k_scale;
-};
-
 Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
   CausalBounds bounds;
   FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
-
-  const size_t q_bytes = static_cast<size_t>(kTokens) * num_heads * kHeadDim;
-  const size_t w_bytes = static_cast<size_t>(kTokens) * num_heads * sizeof(float);
-  const size_t k_bytes = static_cast<size_t>(num_keys) * kHeadDim;
-  const size_t k_scale_bytes = static_cast<size_t>(num_keys) * sizeof(float);
-  const int sets = rotation_sets(q_bytes + w_bytes + k_bytes + k_scale_bytes, ctx.l2_bytes);
-
-  std::vector<IndexerInputs> inputs(static_cast<size_t>(sets));
-  for (int s = 0; s < sets; ++s) {
-    IndexerInputs& in = inputs[static_cast<size_t>(s)];
-    const uint64_t seed = ctx.seed + 16 * static_cast<uint64_t>(s);
-    FP8DSA_RETURN_IF_ERROR(in.q.allocate(q_bytes));
-    FP8DSA_RETURN_IF_ERROR(in.w.allocate(w_bytes));
-    FP8DSA_RETURN_IF_ERROR(in.k.allocate(k_bytes));
-    FP8DSA_RETURN_IF_ERROR(in.k_scale.allocate(k_scale_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
-    // Weights may be negative: the query scale and the head weight are folded together.
-    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(
-        fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
-  }
+  std::vector<IndexerInputs> inputs;
+  FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, num_heads, kHeadDim, &inputs));
+  const int sets = static_cast<int>(inputs.size());
   DeviceBuffer logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
 
@@ -59,20 +37,11 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
   row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"H", num_heads}}, "causal");
   row.kernel = indexer_kernel_name(indexer_route(base));
 
-  auto launch = [&](int s) {
-    IndexerParams p = base;
-    const IndexerInputs& in = inputs[static_cast<size_t>(s)];
-    p.q = in.q.get();
-    p.w = in.w.as<float>();
-    p.k = in.k.get();
-    p.k_scale = in.k_scale.as<float>();
-    return indexer_logits(p);
-  };
+  auto launch = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(base)); };
   return time_and_record(ctx, sets, launch, std::move(row), [&](double seconds, ResultRow& r) {
     r.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
     // Reads q, w, k, k_scale once; writes the valid logits.
-    const double bytes = static_cast<double>(q_bytes + w_bytes + k_bytes + k_scale_bytes) +
-                         4.0 * static_cast<double>(bounds.valid_pairs);
+    const double bytes = static_cast<double>(inputs[0].bytes) + 4.0 * static_cast<double>(bounds.valid_pairs);
     r.gbps = bytes / seconds / 1e9;
   });
 }

@@ -37,6 +37,9 @@ Status run_indexer_bench(const BenchContext& ctx);
 // rows x keys in {4096x8192, 4096x32768, 8192x65536, 64x131072, 1x1048576}, k = 2048, beside the
 // CUB sort baseline when it is built in.
 Status run_topk_bench(const BenchContext& ctx);
+// T=4096 causal, k=2048, N in {8K, 32K, 64K, 128K}, H in {64, 32}: fused score + top-k beside the
+// unfused path, the indexer alone and the top-k alone, on the same inputs.
+Status run_fused_topk_bench(const BenchContext& ctx);
 // T=4096, topk=2048, N in {8K, 32K, 64K, 128K}, h in {128, 64, 32, 16}.
 Status run_sparse_mla_bench(const BenchContext& ctx);
 // The whole prefill, T=4096 new tokens over a 32K-row cache (N = 32768), h=128, H=64, topk=2048.

@@ -82,33 +82,40 @@ Status run_pipeline_bench(const BenchContext& ctx) {
   base.attention.max_logits = max_logits.as<float>();
   base.topk = kTopk;
   base.stream = ctx.stream;
-  DeviceBuffer workspace;
-  FP8DSA_RETURN_IF_ERROR(workspace.allocate(prefill_workspace_bytes(base)));
-  base.workspace = workspace.get();
-  base.workspace_bytes = workspace.bytes();
-
-  ResultRow row;
-  row.op = "pipeline";
-  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", kHeads}, {"H", kIndexHeads}, {"topk", kTopk}},
-                           "causal");
-  row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) + " + topk + sparse_mla:" +
-               sparse_mla_kernel_name(sparse_mla_route(base.attention));
-  auto launch = [&](int s) {
-    PrefillParams p = base;
-    const PrefillInputs& in = inputs[static_cast<size_t>(s)];
-    p.indexer.q = in.index_q.get();
-    p.indexer.w = in.index_w.as<float>();
-    p.indexer.k = in.index_k.get();
-    p.indexer.k_scale = in.index_k_scale.as<float>();
-    p.attention.q = in.q.get();
-    p.attention.kv = in.kv.get();
-    return prefill(p);
-  };
   // Every token sees more than topk keys, so the top-k fills all topk slots with valid rows.
   const double flops = 2.0 * kIndexHeads * kIndexDim * static_cast<double>(bounds.valid_pairs) +
                        2.0 * kHeads * (kDimQk + kDimV) * static_cast<double>(kTokens) * kTopk;
-  return time_and_record(ctx, sets, launch, std::move(row),
-                         [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; });
+  // Unfused (logits in the workspace) and fused (candidates only), on the same inputs.
+  for (bool fused : {false, true}) {
+    base.fused = fused;
+    DeviceBuffer workspace;
+    FP8DSA_RETURN_IF_ERROR(workspace.allocate(prefill_workspace_bytes(base)));
+    base.workspace = workspace.get();
+    base.workspace_bytes = workspace.bytes();
+
+    ResultRow row;
+    row.op = "pipeline";
+    row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", kHeads}, {"H", kIndexHeads}, {"topk", kTopk}},
+                             fused ? "causal fused" : "causal");
+    row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) +
+                 (fused ? " fused topk" : " + topk") + " + sparse_mla:" +
+                 sparse_mla_kernel_name(sparse_mla_route(base.attention)) + " (workspace " +
+                 std::to_string(workspace.bytes() >> 20) + " MiB)";
+    auto launch = [&](int s) {
+      PrefillParams p = base;
+      const PrefillInputs& in = inputs[static_cast<size_t>(s)];
+      p.indexer.q = in.index_q.get();
+      p.indexer.w = in.index_w.as<float>();
+      p.indexer.k = in.index_k.get();
+      p.indexer.k_scale = in.index_k_scale.as<float>();
+      p.attention.q = in.q.get();
+      p.attention.kv = in.kv.get();
+      return prefill(p);
+    };
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
+                                           [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; }));
+  }
+  return Status::ok();
 }
 
 }  // namespace fp8dsa::bench

@@ -9,22 +9,15 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "indexer/key_splits.h"
 #include "indexer/q_resident_scorer.cuh"
 #include "indexer/scorer_launch.h"
 
 namespace fp8dsa::indexer_detail {
 
-// Key splits when the token blocks alone cannot fill the machine: aim for about four CTAs per SM
-// in total, but keep at least 8 key tiles per CTA so a split still amortises its Q load.
-inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
-  const int64_t target = 4 * static_cast<int64_t>(device_sm_count());
-  if (token_blocks >= target) return 1;
-  const int64_t max_splits = std::max<int64_t>(1, (num_keys + 64 * 8 - 1) / (64 * 8));
-  return static_cast<int>(std::clamp<int64_t>((target + token_blocks - 1) / token_blocks, 1, max_splits));
-}
-
-template <class Cfg>
-Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning) {
+template <class Cfg, class Output>
+Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
+                         const typename Output::Args& out_args) {
   int key_splits = tuning.key_splits;
   CUtensorMap k_map{}, q_map{};
   FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));
@@ -38,10 +31,12 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning) 
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 
-  auto kernel = q_resident_scorer_kernel<Cfg>;
+  auto kernel = q_resident_scorer_kernel<Cfg, Output>;
+  constexpr int kSmemBytes = Cfg::kSmemBytes + Cfg::kConsumers * Output::kSmemBytesPerConsumer;
+  static_assert(kSmemBytes <= 227 * 1024, "the scorer and its output policy fit one SM's shared memory");
   FP8DSA_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, Cfg::kSmemBytes, p.stream>>>(k_map, q_map, args);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes, p.stream>>>(k_map, q_map, args, out_args);
   FP8DSA_RETURN_IF_LAUNCH_FAILED("q_resident_scorer_kernel");
   return Status::ok();
 }
@@ -54,31 +49,37 @@ using QResidentWide = QResidentConfig<kHeads, kDim, 256, 2, (kDim == 128 ? 8 : 1
 template <int kHeads, int kDim, bool kShare>
 using QResidentNarrow = QResidentConfig<kHeads, kDim, 128, 3, (kDim == 128 ? 8 : 12), kShare>;
 
-template <int kHeads, int kDim>
-Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tuning) {
+template <int kHeads, int kDim, class Output>
+Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tuning,
+                            const typename Output::Args& out_args) {
+  static_assert(kHeads < 32 || QResidentWide<kHeads, kDim, true>::kTokens == 2 * 256 / kHeads,
+                "q_resident_auto_block_tokens matches the wide shape");
+  static_assert(kHeads >= 32 || QResidentNarrow<kHeads, kDim, true>::kTokens == 3 * 128 / kHeads,
+                "q_resident_auto_block_tokens matches the narrow shape");
   QResidentShape shape = tuning.shape;
   if (shape == QResidentShape::kAuto) shape = kHeads >= 32 ? QResidentShape::kWideShared : QResidentShape::kNarrowShared;
   if constexpr (kHeads >= 32) {
-    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>>(p, tuning);
+    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args);
   }
-  if constexpr (kHeads >= 32 && kDim == 128) {
+  if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {
     // Alternatives kept for the timing driver's comparison.
-    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>>(p, tuning);
-    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>>(p, tuning);
+    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args);
+    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args);
   }
-  if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>>(p, tuning);
+  if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args);
   return invalid_argument("indexer q_resident: variant " + std::to_string(static_cast<int>(shape)) +
                           " is not built for H = " + std::to_string(kHeads) + ", D = " + std::to_string(kDim));
 }
 
-template <int kDim>
-Status run_q_resident_dim(const IndexerParams& p, const QResidentTuning& tuning) {
+template <int kDim, class Output = LogitsOutput>
+Status run_q_resident_dim(const IndexerParams& p, const QResidentTuning& tuning,
+                          const typename Output::Args& out_args = {}) {
   switch (p.num_heads) {
-    case 64: return run_q_resident_heads<64, kDim>(p, tuning);
-    case 32: return run_q_resident_heads<32, kDim>(p, tuning);
-    case 16: return run_q_resident_heads<16, kDim>(p, tuning);
-    case 8: return run_q_resident_heads<8, kDim>(p, tuning);
-    case 4: return run_q_resident_heads<4, kDim>(p, tuning);
+    case 64: return run_q_resident_heads<64, kDim, Output>(p, tuning, out_args);
+    case 32: return run_q_resident_heads<32, kDim, Output>(p, tuning, out_args);
+    case 16: return run_q_resident_heads<16, kDim, Output>(p, tuning, out_args);
+    case 8: return run_q_resident_heads<8, kDim, Output>(p, tuning, out_args);
+    case 4: return run_q_resident_heads<4, kDim, Output>(p, tuning, out_args);
     default: break;
   }
   return invalid_argument("indexer q_resident: num_heads " + std::to_string(p.num_heads) +

@@ -11,8 +11,10 @@
 //     key tiles round-robin. A consumer issues the tile's D / 32 wgmma (m64 n kCols k32, SS),
 //     releases the stage as soon as the MMA has read it, and runs the relu x w head-sum epilogue
 //     in registers while the other consumers' MMAs keep the tensor cores busy.
-// Only key tiles inside [min ks, max ke) of the block are loaded; each stored cell is checked
-// against its own token's [ks, ke). The grid is ordered last-token-block first, so under a causal
+// Only key tiles inside [min ks, max ke) of the block are loaded; each finished cell is checked
+// against its own token's [ks, ke) and handed to the Output policy: LogitsOutput (below) stores it
+// into the [T, ldl] logits, fused_topk's CandidateOutput keeps it only if it can still be among
+// its token's top k. The grid is ordered last-token-block first, so under a causal
 // guard the longest blocks start first; `key_splits` cuts each block's key range into equal parts
 // (separate CTAs, no reduction needed: every (token, key) cell is independent) to fill the machine
 // when there are few token blocks.
@@ -57,7 +59,9 @@ struct QResidentConfig {
   static constexpr int kBarrierOffset = kBoundsOffset + kMaxTokens * 8;  // int2 bounds per token
   static_assert(kTokens <= kMaxTokens && kTokens <= 256, "bounds table / TMA box hold the block");
   static constexpr uint32_t kEmptyArrivals = 4 * (kShareTiles ? kConsumers : 1);
-  static constexpr int kSmemBytes = kBarrierOffset + (2 * kStages + 1) * 8 + 1024;  // + align slack
+  // The Output policy's shared memory follows the barriers.
+  static constexpr int kOutputOffset = (kBarrierOffset + (2 * kStages + 1) * 8 + 15) / 16 * 16;
+  static constexpr int kSmemBytes = kOutputOffset + 1024;  // + align slack, without the Output's
   static_assert(kSmemBytes <= 227 * 1024, "fits the opt-in shared memory of one SM");
 
   // Register split: the producer keeps a few, the consumers take the rest of the 64K file.
@@ -68,10 +72,50 @@ struct QResidentConfig {
   static_assert(kWgTokens * kHeads == kCols, "whole tokens per B block");
 };
 
-template <class Cfg>
+// The finished cells of one tile as a lane holds them: slot j is (CTA-local token, key, value),
+// `valid` when the lane owns the slot and the key lies in the token's [ks, ke).
+template <int kFinal>
+struct TileCells {
+  int token[kFinal];
+  int key[kFinal];
+  float value[kFinal];
+  bool valid[kFinal];
+};
+
+// The plain scorer's output: every valid cell into logits[t, key]. The policy interface (also
+// fused_topk/candidate_output.cuh): shared bytes per consumer warpgroup, a per-CTA call for a
+// CTA with no key tile (empty_cta: all threads, with the CTA's first token, split and token
+// count), and per consumer warpgroup: construction (with its shared bytes, its first CTA-local
+// token and token count), store() for every tile (all lanes call it), end_tile() after it and
+// finish() after the last.
+struct LogitsOutput {
+  struct Args {};
+  static constexpr int kSmemBytesPerConsumer = 0;
+  static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
+  __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
+  __device__ LogitsOutput(const Args&, const ScorerArgs& args, uint8_t*, int, int, int64_t first_token, int)
+      : logits_(args.logits), ldl_(args.ldl), first_token_(first_token) {}
+  template <int kFinal>
+  __device__ void store(const TileCells<kFinal>& c, int) {
+#pragma unroll
+    for (int j = 0; j < kFinal; ++j) {
+      if (c.valid[j]) logits_[(first_token_ + c.token[j]) * ldl_ + c.key[j]] = c.value[j];
+    }
+  }
+  __device__ void end_tile() {}
+  __device__ void finish() {}
+
+ private:
+  float* logits_;
+  int64_t ldl_;
+  int64_t first_token_;
+};
+
+template <class Cfg, class Output>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     q_resident_scorer_kernel(const __grid_constant__ CUtensorMap k_map,
-                             const __grid_constant__ CUtensorMap q_map, const ScorerArgs args) {
+                             const __grid_constant__ CUtensorMap q_map, const ScorerArgs args,
+                             const typename Output::Args out_args) {
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
@@ -126,13 +170,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
   __syncthreads();
   const int lo = block_range[0], hi = block_range[1];
-  if (hi <= lo) return;  // every token of the block is empty
+  if (hi <= lo) {  // every token of the block is empty
+    Output::empty_cta(out_args, args, first_token, split, Cfg::kTokens, tid);
+    return;
+  }
   const int tile_lo = lo / kKeyTile;
   const int tile_count_all = static_cast<int>((int64_t{hi} + kKeyTile - 1) / kKeyTile) - tile_lo;  // hi may be ~2^31
   const int tile_begin = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * split / args.key_splits);
   const int tile_end = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * (split + 1) / args.key_splits);
   const int num_tiles = tile_end - tile_begin;
-  if (num_tiles <= 0) return;
+  if (num_tiles <= 0) {
+    Output::empty_cta(out_args, args, first_token, split, Cfg::kTokens, tid);
+    return;
+  }
 
   const int wg = tid / 128;
   if (wg == Cfg::kConsumers) {
@@ -163,6 +213,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   Epi::load_weights(w_reg, args.w, args.w_stride, first_token + wg_token0, args.num_tokens, lane);
   const uint32_t q_addr = hopper::smem_address(q_smem) + (Cfg::kShareTiles ? wg * Cfg::kCols * Cfg::kDim : 0);
   const uint32_t k_addr = hopper::smem_address(k_smem);
+  static_assert(Cfg::kShareTiles || !Output::kNeedsOwnTokens, "this output needs a token block per consumer");
+  Output out(out_args, args, smem + Cfg::kOutputOffset + wg * Output::kSmemBytesPerConsumer, wg_token0,
+             Cfg::kWgTokens, first_token, split);
   // Descriptors are built once and advanced by byte offsets (advance_descriptor): a row is one
   // swizzle atom, so a K step is +32 bytes of start address and a stage +kTileBytes, and shared
   // addresses stay below 2^18, so the 14-bit start field never wraps. Equal, bit for bit, to
@@ -223,19 +276,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     float part[Epi::kParts];
     Epi::reduce(acc, w_reg, part, lane);
-    if (Epi::owner(lane)) {
+    TileCells<Epi::kFinal> cells;
 #pragma unroll
-      for (int j = 0; j < Epi::kFinal; ++j) {
-        const int index = Epi::final_index(lane, j);
-        const int token = wg_token0 + Epi::token_of(lane, index);
-        const int key = key0 + 8 * (index & 1);
-        const int2 b = kBoundsInRegs ? my_bounds[kBoundsInRegs ? j : 0] : bounds[token];
-        if (key >= b.x && key < b.y) {
-          args.logits[(first_token + token) * args.ldl + key] = part[j] * ((index & 1) ? scale1 : scale0);
-        }
-      }
+    for (int j = 0; j < Epi::kFinal; ++j) {
+      const int index = Epi::final_index(lane, j);
+      cells.token[j] = wg_token0 + Epi::token_of(lane, index);
+      cells.key[j] = key0 + 8 * (index & 1);
+      const int2 b = kBoundsInRegs ? my_bounds[kBoundsInRegs ? j : 0] : bounds[cells.token[j]];
+      cells.valid[j] = Epi::owner(lane) && cells.key[j] >= b.x && cells.key[j] < b.y;
+      cells.value[j] = part[j] * ((index & 1) ? scale1 : scale0);
     }
+    out.store(cells, lane);
+    out.end_tile();
   }
+  out.finish();
 }
 
 }  // namespace fp8dsa::indexer_detail

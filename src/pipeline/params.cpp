@@ -26,6 +26,11 @@ Status validate(const PrefillParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", params.topk, 64));
   FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", params.topk, 64, 2048));
 
+  if (params.fused && params.indexer.kernel != IndexerKernel::kAuto &&
+      params.indexer.kernel != IndexerKernel::kQResident) {
+    return invalid_argument(concat(kOp, ": indexer.kernel is ", indexer_kernel_name(params.indexer.kernel),
+                                   "; fused = true runs the Q-resident scorer (kAuto or kQResident)"));
+  }
   IndexerParams indexer = params.indexer;
   indexer.logits = kWorkspaceLogitsStandIn;
   // The workspace logits rows are padded to the indexer's 16-byte row alignment.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cuda_check.h"
+#include "fp8dsa/fused_topk.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa {
@@ -47,7 +48,7 @@ struct WorkspacePlan {
   size_t indices_offset = 0;
   size_t indices_bytes = 0;
   size_t topk_offset = 0;
-  size_t topk_bytes = 0;
+  size_t topk_bytes = 0;   // the unfused top-k's own workspace, or the fused path's candidates
   size_t total = 0;
 };
 
@@ -67,6 +68,17 @@ TopkParams topk_params_for(const PrefillParams& params, int64_t ldl) {
   return topk;
 }
 
+// The fused score + top-k call, minus the indices and workspace pointers.
+FusedTopkParams fused_params_for(const PrefillParams& params) {
+  FusedTopkParams fused;
+  fused.scores = params.indexer;
+  fused.select.k = params.topk;
+  fused.select.ld_indices = params.topk;
+  fused.select.sorted = false;
+  fused.stream = params.stream;
+  return fused;
+}
+
 WorkspacePlan plan_workspace(const PrefillParams& params) {
   WorkspacePlan plan;
   const int64_t num_tokens = params.indexer.num_tokens;
@@ -80,13 +92,30 @@ WorkspacePlan plan_workspace(const PrefillParams& params) {
   plan.indices_offset = offset;
   plan.indices_bytes = checked_bytes(num_tokens, params.topk, sizeof(int32_t));
   offset = add_saturating(offset, align_up(plan.indices_bytes));
-  if (!params.fused) {
-    plan.topk_offset = offset;
-    plan.topk_bytes = topk_workspace_bytes(topk_params_for(params, plan.ldl));
-    offset = add_saturating(offset, align_up(plan.topk_bytes));
-  }
+  plan.topk_offset = offset;
+  plan.topk_bytes = params.fused ? fused_topk_workspace_bytes(fused_params_for(params))
+                                 : topk_workspace_bytes(topk_params_for(params, plan.ldl));
+  offset = add_saturating(offset, align_up(plan.topk_bytes));
   plan.total = offset;
   return plan;
+}
+
+// The unfused stages 1 and 2: logits into the workspace, then the top-k over them.
+Status score_then_select(const PrefillParams& params, const WorkspacePlan& plan, float* logits, int32_t* indices,
+                         char* base) {
+  IndexerParams indexer = params.indexer;
+  indexer.logits = logits;
+  indexer.ldl = plan.ldl;
+  indexer.fill_masked = false;  // top-k reads only [ks, ke)
+  indexer.stream = params.stream;
+  FP8DSA_RETURN_IF_ERROR(indexer_logits(indexer));
+
+  TopkParams topk = topk_params_for(params, plan.ldl);
+  topk.logits = logits;
+  topk.indices = indices;
+  topk.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
+  topk.workspace_bytes = plan.topk_bytes;
+  return fp8dsa::topk(topk);
 }
 
 }  // namespace
@@ -95,9 +124,6 @@ size_t prefill_workspace_bytes(const PrefillParams& params) { return plan_worksp
 
 Status prefill(const PrefillParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
-  if (params.fused) {
-    return not_implemented("prefill: fused score+top-k is a later stage; set fused = false");
-  }
   const WorkspacePlan plan = plan_workspace(params);
   if (plan.total == kSizeOverflow) {
     return invalid_argument("prefill: the workspace for T = " +
@@ -122,19 +148,15 @@ Status prefill(const PrefillParams& params) {
   float* logits = reinterpret_cast<float*>(base + plan.logits_offset);
   int32_t* indices = reinterpret_cast<int32_t*>(base + plan.indices_offset);
 
-  IndexerParams indexer = params.indexer;
-  indexer.logits = logits;
-  indexer.ldl = plan.ldl;
-  indexer.fill_masked = false;  // top-k reads only [ks, ke)
-  indexer.stream = params.stream;
-  FP8DSA_RETURN_IF_ERROR(indexer_logits(indexer));
-
-  TopkParams topk = topk_params_for(params, plan.ldl);
-  topk.logits = logits;
-  topk.indices = indices;
-  topk.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
-  topk.workspace_bytes = plan.topk_bytes;
-  FP8DSA_RETURN_IF_ERROR(fp8dsa::topk(topk));
+  if (params.fused) {
+    FusedTopkParams fused = fused_params_for(params);
+    fused.select.indices = indices;
+    fused.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
+    fused.workspace_bytes = plan.topk_bytes;
+    FP8DSA_RETURN_IF_ERROR(fp8dsa::fused_topk(fused));
+  } else {
+    FP8DSA_RETURN_IF_ERROR(score_then_select(params, plan, logits, indices, base));
+  }
 
   SparseMlaParams attention = params.attention;
   attention.indices = indices;

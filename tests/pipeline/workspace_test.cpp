@@ -1,6 +1,6 @@
 // prefill_workspace_bytes() and the checks prefill() runs before it touches the device: workspace
-// size (with both numbers in the message), alignment, and the fused path's NotImplemented. All of
-// them answer without a GPU.
+// size (with both numbers in the message), alignment, and the fused path's plan (indices and the
+// fused candidates, no logits). All of them answer without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/validation.h"
+#include "fp8dsa/fused_topk.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa {
@@ -61,7 +62,11 @@ TEST(PrefillWorkspace, HoldsLogitsIndicesAndTopkWorkspace) {
 TEST(PrefillWorkspace, FusedPathHasNoLogitsBuffer) {
   PrefillParams p = small_params();
   p.fused = true;
-  EXPECT_EQ(prefill_workspace_bytes(p), align256(size_t{179} * 512 * 4));
+  FusedTopkParams f;
+  f.scores = p.indexer;
+  f.select.k = p.topk;
+  EXPECT_EQ(prefill_workspace_bytes(p), align256(size_t{179} * 512 * 4) + align256(fused_topk_workspace_bytes(f)));
+  EXPECT_LT(prefill_workspace_bytes(p), expected_unfused_bytes(small_params()) + fused_topk_workspace_bytes(f));
 }
 
 TEST(PrefillWorkspace, GrowsWithTopk) {
@@ -117,14 +122,13 @@ TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {
   EXPECT_NE(s.message().find("256-byte aligned"), std::string::npos) << s.message();
 }
 
-TEST(Prefill, FusedIsNotImplementedYet) {
+TEST(Prefill, FusedRefusesAnotherScorer) {
   PrefillParams p = small_params();
   p.fused = true;
-  p.workspace = testing::stand_in_arena();
-  p.workspace_bytes = prefill_workspace_bytes(p);
-  const Status s = prefill(p);
-  EXPECT_EQ(s.code(), StatusCode::kNotImplemented) << s.to_string();
-  EXPECT_NE(s.message().find("fused score+top-k is a later stage"), std::string::npos) << s.message();
+  p.indexer.kernel = IndexerKernel::kKResident;
+  const Status s = validate(p);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("Q-resident"), std::string::npos) << s.message();
 }
 
 TEST(Prefill, ValidatesBeforeAnythingElse) {

@@ -1,0 +1,149 @@
+// Fused score + top-k: T = 4096 new tokens over N - 4096 cached keys (causal), k = 2048, beside
+// the unfused path on the same inputs in the same run (indexer + top-k with its [T, N] logits),
+// the indexer alone (the floor is a ratio to it) and the top-k alone on those logits (add it to
+// DeepGEMM's scoring time for "DeepGEMM + our top-k"). TFLOPS count the scorer's valid pairs.
+// After timing, the fused and unfused index sets are compared row by row.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "device_data.h"
+#include "fp8dsa/fused_topk.h"
+#include "fp8dsa/indexer.h"
+#include "fp8dsa/topk.h"
+#include "indexer_inputs.h"
+#include "op_benches.h"
+
+namespace fp8dsa::bench {
+namespace {
+
+constexpr int64_t kTokens = 4096;
+constexpr int kHeadDim = 128;
+constexpr int kTopk = 2048;
+
+// Rows whose index sets differ between two [T, k] outputs.
+Status count_set_mismatches(const DeviceBuffer& a, const DeviceBuffer& b, int64_t* rows_differing) {
+  std::vector<int32_t> ha(static_cast<size_t>(kTokens) * kTopk), hb(ha.size());
+  if (cudaMemcpy(ha.data(), a.get(), ha.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(hb.data(), b.get(), hb.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return {StatusCode::kCudaError, "fused_topk bench: copying the indices back failed"};
+  }
+  *rows_differing = 0;
+  for (int64_t t = 0; t < kTokens; ++t) {
+    auto ra = ha.begin() + t * kTopk, rb = hb.begin() + t * kTopk;
+    std::sort(ra, ra + kTopk);
+    std::sort(rb, rb + kTopk);
+    *rows_differing += !std::equal(ra, ra + kTopk, rb);
+  }
+  return Status::ok();
+}
+
+Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
+  CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  std::vector<IndexerInputs> inputs;
+  FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, num_heads, kHeadDim, &inputs));
+  const int sets = static_cast<int>(inputs.size());
+
+  IndexerParams scores;
+  scores.num_tokens = kTokens;
+  scores.num_keys = num_keys;
+  scores.num_heads = num_heads;
+  scores.head_dim = kHeadDim;
+  scores.ks = bounds.ks.as<int32_t>();
+  scores.ke = bounds.ke.as<int32_t>();
+  scores.stream = ctx.stream;
+
+  DeviceBuffer fused_indices, unfused_indices, fused_workspace, logits, topk_workspace;
+  FP8DSA_RETURN_IF_ERROR(fused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
+  FP8DSA_RETURN_IF_ERROR(unfused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
+  FusedTopkParams fused;
+  fused.scores = scores;
+  fused.select.k = kTopk;
+  fused.select.indices = fused_indices.as<int32_t>();
+  fused.stream = ctx.stream;
+  FP8DSA_RETURN_IF_ERROR(fused_workspace.allocate(fused_topk_workspace_bytes(fused)));
+  fused.workspace = fused_workspace.get();
+  fused.workspace_bytes = fused_workspace.bytes();
+
+  // The unfused path: logits [T, N] (N is a multiple of 4 here), then the top-k.
+  FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
+  IndexerParams indexer = scores;
+  indexer.logits = logits.as<float>();
+  TopkParams select;
+  select.num_rows = kTokens;
+  select.num_keys = num_keys;
+  select.logits = logits.as<float>();
+  select.ks = scores.ks;
+  select.ke = scores.ke;
+  select.k = kTopk;
+  select.indices = unfused_indices.as<int32_t>();
+  select.stream = ctx.stream;
+  FP8DSA_RETURN_IF_ERROR(topk_workspace.allocate(topk_workspace_bytes(select)));
+  select.workspace = topk_workspace.get();
+  select.workspace_bytes = topk_workspace.bytes();
+
+  const std::string shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"H", num_heads}, {"k", kTopk}}, "causal");
+  const auto flops = [&](double seconds, ResultRow& r) {
+    r.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
+  };
+  ResultRow row;
+  row.op = "fused_topk";
+  row.shape = shape;
+  row.kernel = "q_resident candidates + select (workspace " + std::to_string(fused_workspace.bytes() >> 20) + " MiB)";
+  FP8DSA_RETURN_IF_ERROR(time_and_record(
+      ctx, sets,
+      [&](int s) {
+        FusedTopkParams p = fused;
+        p.scores = inputs[static_cast<size_t>(s)].params(scores);
+        return fused_topk(p);
+      },
+      row, flops));
+
+  row.shape = shape + " baseline=unfused";
+  row.kernel = "indexer + topk (logits " + std::to_string((size_t{4} * kTokens * num_keys) >> 20) + " MiB)";
+  FP8DSA_RETURN_IF_ERROR(time_and_record(
+      ctx, sets,
+      [&](int s) {
+        FP8DSA_RETURN_IF_ERROR(indexer_logits(inputs[static_cast<size_t>(s)].params(indexer)));
+        return topk(select);
+      },
+      row, flops));
+
+  row.shape = shape + " baseline=indexer_alone";
+  row.kernel = indexer_kernel_name(indexer_route(indexer));
+  FP8DSA_RETURN_IF_ERROR(time_and_record(
+      ctx, sets, [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(indexer)); }, row, flops));
+
+  row.shape = shape + " baseline=topk_alone";
+  row.kernel = "fp8dsa::topk on the causal logits";
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return topk(select); }, row, [&](double seconds, ResultRow& r) {
+    r.gbps = 4.0 * static_cast<double>(bounds.valid_pairs) / seconds / 1e9;
+  }));
+
+  // The same inputs through both paths: the index sets must agree (ties aside).
+  FusedTopkParams first = fused;
+  first.scores = inputs[0].params(scores);
+  FP8DSA_RETURN_IF_ERROR(fused_topk(first));
+  FP8DSA_RETURN_IF_ERROR(indexer_logits(inputs[0].params(indexer)));
+  FP8DSA_RETURN_IF_ERROR(topk(select));
+  int64_t differing = 0;
+  FP8DSA_RETURN_IF_ERROR(count_set_mismatches(fused_indices, unfused_indices, &differing));
+  std::printf("  fused_topk %s: %lld of %lld rows differ from the unfused sets\n", shape.c_str(),
+              static_cast<long long>(differing), static_cast<long long>(kTokens));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status run_fused_topk_bench(const BenchContext& ctx) {
+  const std::vector<int64_t> keys =
+      ctx.quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{8192, 32768, 65536, 131072};
+  const std::vector<int> heads = ctx.quick ? std::vector<int>{64} : std::vector<int>{64, 32};
+  for (int64_t n : keys) {
+    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_fused_shape(ctx, n, h));
+  }
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

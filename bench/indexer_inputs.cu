@@ -1,0 +1,41 @@
+#include "indexer_inputs.h"
+
+namespace fp8dsa::bench {
+
+IndexerParams IndexerInputs::params(const IndexerParams& base) const {
+  IndexerParams p = base;
+  p.q = q.get();
+  p.w = w.as<float>();
+  p.k = k.get();
+  p.k_scale = k_scale.as<float>();
+  return p;
+}
+
+Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads, int head_dim,
+                           std::vector<IndexerInputs>* sets) {
+  const size_t q_bytes = static_cast<size_t>(num_tokens) * num_heads * head_dim;
+  const size_t w_bytes = static_cast<size_t>(num_tokens) * num_heads * sizeof(float);
+  const size_t k_bytes = static_cast<size_t>(num_keys) * head_dim;
+  const size_t k_scale_bytes = static_cast<size_t>(num_keys) * sizeof(float);
+  const size_t bytes = q_bytes + w_bytes + k_bytes + k_scale_bytes;
+  const int count = rotation_sets(bytes, ctx.l2_bytes);
+  sets->clear();
+  sets->resize(static_cast<size_t>(count));
+  for (int s = 0; s < count; ++s) {
+    IndexerInputs& in = (*sets)[static_cast<size_t>(s)];
+    const uint64_t seed = ctx.seed + 16 * static_cast<uint64_t>(s);
+    in.bytes = bytes;
+    FP8DSA_RETURN_IF_ERROR(in.q.allocate(q_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.w.allocate(w_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.k.allocate(k_bytes));
+    FP8DSA_RETURN_IF_ERROR(in.k_scale.allocate(k_scale_bytes));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(
+        fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
+  }
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

@@ -1,0 +1,27 @@
+// The indexer's benchmark inputs (q, w, k, k_scale on the device, several sets to rotate through
+// when one set fits in L2), shared by the indexer and fused score + top-k benchmarks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device_data.h"
+#include "fp8dsa/indexer.h"
+#include "op_benches.h"
+
+namespace fp8dsa::bench {
+
+struct IndexerInputs {
+  DeviceBuffer q, w, k, k_scale;
+  size_t bytes = 0;  // of the four
+  // These inputs in `base` (which holds the shape and bounds).
+  IndexerParams params(const IndexerParams& base) const;
+};
+
+// q, k e4m3 in +-1, w in [-1, 1) (the query scale and head weight folded, so may be negative),
+// k_scale in [0.5, 1.5).
+Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads, int head_dim,
+                           std::vector<IndexerInputs>* sets);
+
+}  // namespace fp8dsa::bench

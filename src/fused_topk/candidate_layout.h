@@ -1,0 +1,62 @@
+// The fused path's candidate buffers, host and device: how many entries one (token, key split)
+// keeps, how many key splits a launch may use, and where everything lives in the workspace.
+//
+// A candidate is a (score key, key row) pair: the score as the order-preserving 32-bit key of
+// topk/radix_select.cuh (NaN lowest) and the absolute key row. Each (token, split) owns
+// `capacity` slots of a key array and of a row array (structure of arrays) and one count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8dsa/types.h"
+
+namespace fp8dsa::fused_topk_impl {
+
+// A tile of the scorer adds at most this many candidates per token (its key rows).
+inline constexpr int kTileKeys = 64;
+
+// Slots per (token, split): room for k survivors plus at least max(k, 512) new candidates
+// between two compactions, in 256-slot steps. k = 2048 gives 4096 (32 KB per (token, split)).
+constexpr int candidate_capacity(int k) {
+  const int room = k > 512 ? k : 512;
+  return (k + room + 255) / 256 * 256;
+}
+static_assert(candidate_capacity(2048) == 4096 && candidate_capacity(1) == 768, "capacity rule");
+inline constexpr int kMaxCapacity = candidate_capacity(2048);  // the largest k gives the largest buffer
+static_assert(candidate_capacity(1) - kTileKeys >= 1 && candidate_capacity(2048) - kTileKeys >= 2048,
+              "a compaction always leaves room for one more tile");
+
+// Key splits of one token block: as the plain scorer chooses (fill the machine), at most this
+// many, so the buffers of a few-token launch stay small.
+inline constexpr int kMaxKeySplits = 16;
+
+// Byte offsets of the three arrays inside the workspace, each kWorkspaceAlignment-aligned.
+struct CandidateLayout {
+  int64_t slots = 0;         // tokens * splits
+  int capacity = 0;          // per slot
+  size_t counts_offset = 0;  // uint32_t [slots]
+  size_t keys_offset = 0;    // uint32_t [slots * capacity]
+  size_t rows_offset = 0;    // int32_t  [slots * capacity]
+  size_t total = 0;          // SIZE_MAX when the shape does not fit in size_t
+};
+
+inline size_t align_workspace(size_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
+
+inline CandidateLayout candidate_layout(int64_t num_tokens, int splits, int k) {
+  CandidateLayout l;
+  l.slots = num_tokens * splits;
+  l.capacity = candidate_capacity(k);
+  // T < 2^31 and splits <= 16 (validated before), so slots * capacity * 4 < 2^31 * 16 * 8192 * 4.
+  const size_t counts = align_workspace(static_cast<size_t>(l.slots) * sizeof(uint32_t));
+  const size_t entries = align_workspace(static_cast<size_t>(l.slots) * l.capacity * sizeof(uint32_t));
+  l.counts_offset = 0;
+  l.keys_offset = counts;
+  l.rows_offset = counts + entries;
+  l.total = counts + 2 * entries;
+  return l;
+}
+
+}  // namespace fp8dsa::fused_topk_impl

@@ -1,0 +1,117 @@
+// Public fused score + top-k: argument checks, the workspace plan and the two launches.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "core/validate.h"
+#include "fp8dsa/fused_topk.h"
+#include "fused_topk/candidate_layout.h"
+#include "fused_topk/launch.h"
+#include "indexer/key_splits.h"
+
+namespace fp8dsa {
+namespace fused_topk_impl {
+namespace {
+
+// The stage params the fused call stands for, with a placeholder where the unfused call would
+// have its logits: the shared checks then run exactly as they do for the two stages.
+alignas(16) float placeholder_logits[4];
+
+IndexerParams scorer_params(const FusedTopkParams& params) {
+  IndexerParams s = params.scores;
+  s.logits = placeholder_logits;
+  // As if the rows were padded to the scorer's 16-byte rule (there are no rows).
+  s.ldl = s.num_keys >= 0 && s.num_keys <= detail::kMaxExtent ? (s.num_keys + 3) / 4 * 4 : 0;
+  s.fill_masked = false;
+  s.stream = params.stream;
+  return s.resolved();
+}
+
+TopkParams select_params(const FusedTopkParams& params) {
+  TopkParams t = params.select;
+  t.num_rows = params.scores.num_tokens;
+  t.num_keys = params.scores.num_keys;
+  t.ks = params.scores.ks;
+  t.ke = params.scores.ke;
+  t.logits = placeholder_logits;
+  t.ldl = 0;
+  t.workspace = nullptr;
+  t.workspace_bytes = 0;
+  t.stream = params.stream;
+  return t.resolved();
+}
+
+}  // namespace
+
+int choose_key_splits(const IndexerParams& scores) {
+  const int block_tokens = indexer_detail::q_resident_auto_block_tokens(scores.num_heads);
+  const int64_t blocks = (scores.num_tokens + block_tokens - 1) / block_tokens;
+  return std::min(kMaxKeySplits, indexer_detail::choose_key_splits(blocks, scores.num_keys));
+}
+
+Status launch_candidate_scorer(const IndexerParams& scores, const CandidateBuffers& buffers, int k) {
+  return scores.head_dim == 64 ? launch_candidate_scorer_d64(scores, buffers, k)
+                               : launch_candidate_scorer_d128(scores, buffers, k);
+}
+
+}  // namespace fused_topk_impl
+
+Status validate(const FusedTopkParams& params) {
+  constexpr const char* kOp = "fused_topk";
+  const IndexerKernel kernel = params.scores.kernel;
+  if (kernel != IndexerKernel::kAuto && kernel != IndexerKernel::kQResident) {
+    return invalid_argument(std::string(kOp) + ": scores.kernel is " + indexer_kernel_name(kernel) +
+                            "; the fused path runs the Q-resident scorer (kAuto or kQResident)");
+  }
+  for (const Status& s : {validate(fused_topk_impl::scorer_params(params)),
+                          validate(fused_topk_impl::select_params(params))}) {
+    if (!s.is_ok()) return {s.code(), std::string(kOp) + ": " + s.message()};
+  }
+  return Status::ok();
+}
+
+size_t fused_topk_workspace_bytes(const FusedTopkParams& params) {
+  const IndexerParams& s = params.scores;
+  if (s.num_tokens <= 0 || s.num_keys <= 0 || s.num_tokens > detail::kMaxExtent) return 0;
+  const int k = params.select.k;
+  if (k < 1 || k > 2048) return 0;
+  const int splits = fused_topk_impl::choose_key_splits(s);
+  return fused_topk_impl::candidate_layout(s.num_tokens, splits, k).total;
+}
+
+Status fused_topk(const FusedTopkParams& params) {
+  using namespace fused_topk_impl;
+  FP8DSA_RETURN_IF_ERROR(validate(params));
+  FP8DSA_RETURN_IF_ERROR(check_device());
+  const IndexerParams scores = scorer_params(params);
+  const TopkParams out = select_params(params);
+  if (scores.num_tokens == 0) return Status::ok();
+  CandidateBuffers buffers;
+  if (scores.num_keys > 0) {
+    const size_t need = fused_topk_workspace_bytes(params);
+    if (params.workspace_bytes < need || params.workspace == nullptr) {
+      return {StatusCode::kWorkspaceTooSmall,
+              "fused_topk: workspace_bytes (" + std::to_string(params.workspace_bytes) +
+                  (params.workspace == nullptr ? ", workspace null" : "") +
+                  ") is below fused_topk_workspace_bytes() (" + std::to_string(need) + ")"};
+    }
+    if (reinterpret_cast<uintptr_t>(params.workspace) % kWorkspaceAlignment != 0) {
+      return invalid_argument("fused_topk: workspace must be " + std::to_string(kWorkspaceAlignment) +
+                              "-byte aligned");
+    }
+    buffers.splits = choose_key_splits(scores);
+    const CandidateLayout layout = candidate_layout(scores.num_tokens, buffers.splits, out.k);
+    auto* base = static_cast<uint8_t*>(params.workspace);
+    buffers.counts = reinterpret_cast<uint32_t*>(base + layout.counts_offset);
+    buffers.keys = reinterpret_cast<uint32_t*>(base + layout.keys_offset);
+    buffers.rows = reinterpret_cast<int32_t*>(base + layout.rows_offset);
+    buffers.capacity = layout.capacity;
+    IndexerParams run = scores;
+    run.logits = nullptr;
+    FP8DSA_RETURN_IF_ERROR(launch_candidate_scorer(run, buffers, out.k));
+  }
+  return launch_select_candidates(out, buffers);
+}
+
+}  // namespace fp8dsa

@@ -1,0 +1,137 @@
+// Radix select by one warpgroup (128 threads, a named barrier) over values held in registers: the
+// r-th largest 32-bit value among the entries that pass a mask. Used inside the fused scorer,
+// where the other warpgroups keep running, so it synchronises its own 128 threads only.
+//
+// The bits that every passing value shares (the common prefix of the minimum and the maximum)
+// are skipped; the rest are resolved from the top in digits of up to 11 bits over one 2048-bin
+// shared histogram. Candidates of one token lie in a narrow band of scores, so this takes two
+// passes where a fixed 11 + 11 + 10 split takes three, with far fewer same-bin atomics.
+#pragma once
+
+#include <cstdint>
+
+#include "hopper/warpgroup.cuh"
+
+namespace fp8dsa::fused_topk_impl {
+
+inline constexpr int kSelectBins = 2048;
+
+// Shared memory of one warpgroup's select.
+struct WarpgroupSelectShared {
+  uint32_t hist[kSelectBins];
+  uint32_t warp_min[4], warp_max[4], warp_count[4], warp_sums[4];
+  uint32_t found[3];  // bin, values above the bin, values in the bin
+};
+
+struct SelectResult {
+  uint32_t value;  // the r-th largest value
+  uint32_t above;  // passing entries with a larger value
+  uint32_t equal;  // passing entries with exactly this value
+};
+
+class WarpgroupSelect {
+ public:
+  static constexpr int kThreads = 128;
+  static constexpr int kBinsPerThread = kSelectBins / kThreads;
+
+  __device__ WarpgroupSelect(WarpgroupSelectShared* shared, uint32_t barrier_id, int thread)
+      : s_(shared), barrier_(barrier_id), thread_(thread) {}
+
+  __device__ void sync() const { hopper::named_barrier_sync(barrier_, kThreads); }
+
+  // v[j] passes when bit j of `pass` is set. Needs 1 <= r <= the number of passing entries.
+  template <int kPer>
+  __device__ SelectResult select(const uint32_t (&v)[kPer], uint32_t pass, uint32_t r) const {
+    static_assert(kPer <= 32, "one pass bit per register");
+    const int lane = thread_ % 32, warp = thread_ / 32;
+    uint32_t lo = 0xFFFFFFFFu, hi = 0u;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if ((pass >> j) & 1u) {
+        lo = min(lo, v[j]);
+        hi = max(hi, v[j]);
+      }
+    }
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    const uint32_t count = __reduce_add_sync(0xFFFFFFFFu, static_cast<uint32_t>(__popc(pass)));
+    if (lane == 0) {
+      s_->warp_min[warp] = lo;
+      s_->warp_max[warp] = hi;
+      s_->warp_count[warp] = count;
+    }
+    sync();
+    uint32_t total = 0;
+    for (int w = 0; w < 4; ++w) {
+      lo = min(lo, s_->warp_min[w]);
+      hi = max(hi, s_->warp_max[w]);
+      total += s_->warp_count[w];
+    }
+    // Bits below `remaining` are still open; those above equal lo's.
+    int remaining = lo == hi ? 0 : 32 - __clz(lo ^ hi);
+    uint32_t prefix = remaining == 32 ? 0u : (lo & ~((1u << remaining) - 1u));
+    uint32_t above = 0, equal = total;
+#pragma unroll 1
+    while (remaining > 0) {
+      const int bits = remaining < 11 ? remaining : 11;
+      const int shift = remaining - bits;
+      const uint32_t pmask = remaining == 32 ? 0u : ~((1u << remaining) - 1u);
+      const uint32_t dmask = (1u << bits) - 1u;
+#pragma unroll
+      for (int j = 0; j < kBinsPerThread; ++j) s_->hist[thread_ * kBinsPerThread + j] = 0u;
+      sync();
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (((pass >> j) & 1u) && (v[j] & pmask) == prefix) atomicAdd(&s_->hist[(v[j] >> shift) & dmask], 1u);
+      }
+      sync();
+      find_bin(r);
+      const uint32_t bin = s_->found[0], bin_above = s_->found[1];
+      equal = s_->found[2];
+      prefix |= bin << shift;
+      above += bin_above;
+      r -= bin_above;
+      remaining = shift;
+    }
+    return {prefix, above, equal};
+  }
+
+ private:
+  // The bin (descending) holding the r-th largest: above < r <= above + count. Ends synchronised.
+  __device__ void find_bin(uint32_t r) const {
+    const int lane = thread_ % 32, warp = thread_ / 32;
+    uint32_t h[kBinsPerThread];
+    uint32_t sum = 0;
+#pragma unroll
+    for (int j = 0; j < kBinsPerThread; ++j) {
+      h[j] = s_->hist[kSelectBins - 1 - (thread_ * kBinsPerThread + j)];
+      sum += h[j];
+    }
+    uint32_t inclusive = sum;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+      if (lane >= d) inclusive += up;
+    }
+    if (lane == 31) s_->warp_sums[warp] = inclusive;
+    sync();
+    uint32_t run = inclusive - sum;
+    for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
+#pragma unroll
+    for (int j = 0; j < kBinsPerThread; ++j) {
+      if (run < r && r <= run + h[j]) {
+        s_->found[0] = kSelectBins - 1 - (thread_ * kBinsPerThread + j);
+        s_->found[1] = run;
+        s_->found[2] = h[j];
+      }
+      run += h[j];
+    }
+    sync();
+  }
+
+  WarpgroupSelectShared* s_;
+  uint32_t barrier_;
+  int thread_;
+};
+
+}  // namespace fp8dsa::fused_topk_impl

@@ -1,0 +1,25 @@
+// Internal, host side: the Q-resident scorer's grid shape, shared by the plain launch
+// (q_resident_launch.cuh) and the fused path, which sizes its per-(token, split) buffers with it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda_check.h"
+
+namespace fp8dsa::indexer_detail {
+
+// Key splits when the token blocks alone cannot fill the machine: aim for about four CTAs per SM
+// in total, but keep at least 8 key tiles per CTA so a split still amortises its Q load.
+inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
+  const int64_t target = 4 * static_cast<int64_t>(device_sm_count());
+  if (token_blocks >= target) return 1;
+  const int64_t max_splits = std::max<int64_t>(1, (num_keys + 64 * 8 - 1) / (64 * 8));
+  return static_cast<int>(std::clamp<int64_t>((target + token_blocks - 1) / token_blocks, 1, max_splits));
+}
+
+// Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)
+// buffers with it): wide for H >= 32 (two consumers of 256 columns), narrow below (three of 128).
+inline int q_resident_auto_block_tokens(int heads) { return heads >= 32 ? 2 * 256 / heads : 3 * 128 / heads; }
+
+}  // namespace fp8dsa::indexer_detail

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "fused_topk/candidate_layout.h"
-#include "fused_topk/warpgroup_select.cuh"
+#include "fused_topk/group_select.cuh"
 #include "indexer/q_resident_scorer.cuh"
 #include "topk/radix_select.cuh"
 
@@ -37,15 +37,16 @@ class CandidateOutput {
   using Args = CandidateArgs;
   static constexpr int kMaxTokens = 32;  // tokens of one warpgroup's block (H = 4: 128 / 4)
   struct Shared {
-    WarpgroupSelectShared select;
+    WarpgroupSelect::Shared select;
     uint32_t count[kMaxTokens];
     uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
     uint32_t full_mask;          // tokens whose buffer has fewer than kTileKeys free slots
-    uint32_t new_count;
   };
   static constexpr int kSmemBytesPerConsumer = (sizeof(Shared) + 15) / 16 * 16;
   static constexpr bool kNeedsOwnTokens = true;
-  static constexpr uint32_t kBarrierBase = 4;  // named barriers 4.. (the scorer's ping-pong uses 1..3)
+  static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
+  static constexpr uint32_t kBarrierBase = 4;
+  static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)  // named barriers 4.. (the scorer's ping-pong uses 1..3)
 
   __device__ static void empty_cta(const Args& a, const indexer_detail::ScorerArgs& args, int64_t first_token,
                                    int split, int block_tokens, int tid) {
@@ -57,7 +58,7 @@ class CandidateOutput {
   __device__ CandidateOutput(const Args& a, const indexer_detail::ScorerArgs& args, uint8_t* smem, int wg_token0,
                              int wg_tokens, int64_t first_token, int split)
       : a_(a),
-        s_(reinterpret_cast<Shared*>(smem)),
+        s_(shared_space(smem)),
         thread_(threadIdx.x % 128),
         barrier_(kBarrierBase + threadIdx.x / 128),
         wg_token0_(wg_token0),
@@ -74,27 +75,45 @@ class CandidateOutput {
     hopper::named_barrier_sync(barrier_, 128);
   }
 
+  // Every lane offers its kFinal cells; the ones that enter take consecutive slots of their
+  // token's buffer, one shared atomic per (token, slot j) and warp, all issued before any result is
+  // used. Which lanes share a token in slot j is fixed by the epilogue's layout: found once.
   template <int kFinal>
   __device__ void store(const indexer_detail::TileCells<kFinal>& c, int lane) {
+    static_assert(kFinal <= kMaxFinal, "peer masks for every slot");
+    if (!peers_found_) {
+#pragma unroll
+      for (int j = 0; j < kFinal; ++j) peers_[j] = __match_any_sync(0xFFFFFFFFu, c.token[j]);
+      peers_found_ = true;
+    }
     const int capacity = a_.capacity;
+    const uint32_t below = (1u << lane) - 1u;
+    uint32_t key[kFinal], group[kFinal], base[kFinal];
+    bool enter[kFinal];
 #pragma unroll
     for (int j = 0; j < kFinal; ++j) {
       const int u = c.token[j] - wg_token0_;
-      const uint32_t key = topk_impl::order_key(c.value[j]);
-      const bool enter = c.valid[j] && key >= s_->floor[u];
-      // Lanes entering the same token's buffer take consecutive slots with one atomic.
-      const uint32_t group = __match_any_sync(0xFFFFFFFFu, enter ? u : -1);
-      const int leader = __ffs(group) - 1;
-      const uint32_t n = __popc(group);
-      uint32_t base = 0;
-      if (enter && lane == leader) {
-        base = atomicAdd(&s_->count[u], n);
-        if (base + n > static_cast<uint32_t>(capacity - kTileKeys)) atomicOr(&s_->full_mask, 1u << u);
+      key[j] = topk_impl::order_key(c.value[j]);
+      enter[j] = c.valid[j] && key[j] >= s_->floor[u];
+      group[j] = peers_[j] & __ballot_sync(0xFFFFFFFFu, enter[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kFinal; ++j) {
+      base[j] = 0;
+      const int u = c.token[j] - wg_token0_;
+      if (enter[j] && (group[j] & below) == 0u) {  // the lowest entering lane of its group
+        const uint32_t n = __popc(group[j]);
+        base[j] = atomicAdd(&s_->count[u], n);
+        if (base[j] + n > static_cast<uint32_t>(capacity - kTileKeys)) atomicOr(&s_->full_mask, 1u << u);
       }
-      base = __shfl_sync(0xFFFFFFFFu, base, leader);
-      if (enter) {
-        const int64_t at = slot_offset(u) + base + __popc(group & ((1u << lane) - 1u));
-        a_.keys[at] = key;
+    }
+#pragma unroll
+    for (int j = 0; j < kFinal; ++j) {
+      const int leader = group[j] != 0u ? __ffs(group[j]) - 1 : lane;
+      base[j] = __shfl_sync(0xFFFFFFFFu, base[j], leader);
+      if (enter[j]) {
+        const int64_t at = slot_offset(c.token[j] - wg_token0_) + base[j] + __popc(group[j] & below);
+        a_.keys[at] = key[j];
         a_.rows[at] = c.key[j];
       }
     }
@@ -129,13 +148,21 @@ class CandidateOutput {
   }
 
  private:
+  // The same address, re-derived from the dynamic shared array: the kernel's aligned pointer went
+  // through an integer, so without this every access would compile to a generic (and the atomics
+  // to GPU-scope) instruction instead of LDS / ATOMS.
+  __device__ static Shared* shared_space(uint8_t* smem) {
+    extern __shared__ uint8_t candidate_output_smem[];
+    const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_output_smem);
+    return reinterpret_cast<Shared*>(candidate_output_smem + offset);
+  }
+
   __device__ int64_t slot_offset(int u) const {
     return ((first_token_ + u) * splits_ + split_) * static_cast<int64_t>(a_.capacity);
   }
 
   // Keeps exactly the top k of token u's buffer (in place) and raises its floor above the k-th.
-  // The keys (at most kMaxCapacity) are read into registers once for the select; the survivors
-  // are then moved below k in chunks read whole before any is written.
+  // The keys (at most kMaxCapacity) are read into registers once for the select.
   __device__ void compact(int u) {
     constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
     static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
@@ -160,46 +187,52 @@ class CandidateOutput {
       uint32_t tied = 0;
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
-        if (((present >> j) & 1u) && v[j] == kth.value) tied |= 1u << j;
-        v[j] = (tied >> j) & 1u ? ~static_cast<uint32_t>(rows[j * 128 + thread_]) : 0u;
+        if (((present >> j) & 1u) && v[j] == kth.value) {
+          tied |= 1u << j;
+          v[j] = ~static_cast<uint32_t>(rows[j * 128 + thread_]);
+        }
       }
       last_row = ~sel.select(v, tied, ties).value;
-    }
-    if (thread_ == 0) s_->new_count = 0u;
-    sel.sync();
-    constexpr int kChunk = 8;
-    const int lane = thread_ % 32;
-#pragma unroll 1
-    for (uint32_t c = 0; c < n; c += 128 * kChunk) {
-      uint32_t key[kChunk];
-      int32_t row[kChunk];
-      bool keep[kChunk];
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) {
-        const uint32_t i = c + j * 128 + thread_;
-        key[j] = i < n ? keys[i] : 0u;
-        row[j] = i < n ? rows[i] : 0;
-        keep[j] = i < n && (key[j] > kth.value ||
-                            (key[j] == kth.value && static_cast<uint32_t>(row[j]) <= last_row));
+      for (int j = 0; j < kPer; ++j) {
+        if ((tied >> j) & 1u) v[j] = kth.value;
       }
-      sel.sync();  // the chunk is read whole; survivors land below its end
+    }
+    // Survivors below position k stay; each survivor at or above k moves into a hole (a non-survivor
+    // below k). Holes and movers are numbered by one scan; movers read their row from above k,
+    // which nothing overwrites.
+    uint32_t hole_bits = 0, mover_bits = 0;
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) {
-        const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, keep[j]);
-        if (ballot == 0u) continue;
-        uint32_t base = 0;
-        if (lane == 0) base = atomicAdd(&s_->new_count, __popc(ballot));
-        base = __shfl_sync(0xFFFFFFFFu, base, 0);
-        if (keep[j]) {
-          const uint32_t at = base + __popc(ballot & ((1u << lane) - 1u));
-          keys[at] = key[j];
-          rows[at] = row[j];
-        }
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t i = j * 128 + thread_;
+      if (!((present >> j) & 1u)) continue;
+      const bool keep = v[j] > kth.value ||
+                        (v[j] == kth.value && (last_row == 0x7FFFFFFFu || static_cast<uint32_t>(rows[i]) <= last_row));
+      if (i < k && !keep) hole_bits |= 1u << j;
+      if (i >= k && keep) mover_bits |= 1u << j;
+    }
+    const uint32_t packed = static_cast<uint32_t>(__popc(hole_bits)) | static_cast<uint32_t>(__popc(mover_bits)) << 16;
+    const uint32_t before = sel.exclusive_sum(packed);
+    uint32_t* holes = s_->select.hist;  // k <= 2048 slots, free after the selects
+    uint32_t next = before & 0xFFFFu;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if ((hole_bits >> j) & 1u) holes[next++] = j * 128 + thread_;
+    }
+    sel.sync();
+    next = before >> 16;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if ((mover_bits >> j) & 1u) {
+        const uint32_t i = j * 128 + thread_;
+        const uint32_t at = holes[next++];
+        keys[at] = v[j];
+        rows[at] = rows[i];
       }
     }
     sel.sync();
     if (thread_ == 0) {
-      s_->count[u] = s_->new_count;  // == k
+      s_->count[u] = k;
       s_->floor[u] = kth.value + 1u;  // the k-th's key is below +inf's + 1, never wraps
     }
     sel.sync();
@@ -215,6 +248,8 @@ class CandidateOutput {
   int64_t num_tokens_;
   int splits_;
   int split_;
+  bool peers_found_ = false;
+  uint32_t peers_[kMaxFinal];
 };
 
 }  // namespace fp8dsa::fused_topk_impl

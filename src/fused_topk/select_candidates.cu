@@ -1,15 +1,19 @@
 // The fused path's last step: per token, the exact top k of the candidates its key splits kept
 // (candidate_output.cuh), in the (score key descending, key row ascending) order, written as
 // topk() writes them: absolute key rows (or their page-table rows), -1 past the selected count,
-// ascending rows or (sorted) descending scores. One CTA per token; the radix select reads the
-// candidates from global memory (L2), the survivors are sorted in shared memory.
+// ascending rows or (sorted) descending scores. One CTA per token.
+//
+// Up to kHeld candidates (two splits at k = 2048) are held in registers and selected there
+// (group_select.cuh); more are selected with global passes. The survivors are then sorted in
+// shared memory: by row offset over only the bits the row range needs, or (sorted) by
+// (score key, ~row) over 64 bits.
 #include <cstdint>
 
 #include <cub/block/block_radix_sort.cuh>
-#include <cub/block/block_scan.cuh>
 
 #include "core/cuda_check.h"
 #include "fused_topk/candidate_layout.h"
+#include "fused_topk/group_select.cuh"
 #include "fused_topk/launch.h"
 #include "topk/radix_select.cuh"
 
@@ -18,6 +22,10 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kItems = topk_impl::kMaxK / kThreads;  // 4 sorted slots per thread
+constexpr int kPer = 16;                             // candidates held per thread
+constexpr uint32_t kHeld = kThreads * kPer;          // 8192
+constexpr uint32_t kBarrier = 1;
+using Select = GroupSelect<kThreads>;
 
 struct SelectArgs {
   TopkParams out;  // resolved: num_rows, num_keys, ks, ke, k, indices, ld_indices, sorted, page table
@@ -28,102 +36,195 @@ struct SelectArgs {
   int capacity;
 };
 
-// Visits every candidate of `row`: f(key, key row).
-template <class F>
-__device__ __forceinline__ void for_each_candidate(const SelectArgs& a, int64_t row, const uint32_t* count,
-                                                   F f) {
-  for (int s = 0; s < a.splits; ++s) {
-    const int64_t base = (row * a.splits + s) * static_cast<int64_t>(a.capacity);
-#pragma unroll 4
-    for (uint32_t i = threadIdx.x; i < count[s]; i += kThreads) f(a.keys[base + i], a.rows[base + i]);
-  }
+struct Smem {
+  typename Select::Shared select;
+  union {
+    typename cub::BlockRadixSort<uint32_t, kThreads, kItems>::TempStorage sort32;
+    typename cub::BlockRadixSort<uint64_t, kThreads, kItems>::TempStorage sort64;
+  } sort;
+  uint64_t picked[topk_impl::kMaxK];
+  uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
+};
+
+// Where the row's f-th candidate lives (splits concatenated).
+__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
+  int split = 0;
+  while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
+  return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
 }
 
-__global__ void __launch_bounds__(kThreads) select_candidates_kernel(const SelectArgs a) {
-  using Scan = cub::BlockScan<uint32_t, kThreads>;
-  using Sort = cub::BlockRadixSort<uint64_t, kThreads, kItems>;
-  __shared__ uint32_t hist[topk_impl::kNumBins];
-  __shared__ union {
-    typename Scan::TempStorage scan;
-    typename Sort::TempStorage sort;
-  } temp;
-  __shared__ uint64_t picked[topk_impl::kMaxK];
-  __shared__ uint32_t count[kMaxKeySplits];
-  __shared__ uint32_t num_picked;
-  __shared__ topk_impl::Threshold slot;
-
-  const int64_t row = blockIdx.x;
-  if (threadIdx.x < a.splits) count[threadIdx.x] = a.counts[row * a.splits + threadIdx.x];
+// The k-th candidate over global memory when the row has more than kHeld: three fixed levels
+// (topk/config.h), each a pass over the candidates. Returns (key, last row kept among its ties).
+__device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, uint32_t total, uint32_t k,
+                                   uint32_t* kth_key, uint32_t* last_row) {
+  uint32_t* hist = s.select.hist;
+  const Select sel(&s.select, kBarrier, threadIdx.x);
   for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
-  if (threadIdx.x == 0) num_picked = 0u;
-  __syncthreads();
-  uint32_t total = 0;
-  for (int s = 0; s < a.splits; ++s) total += count[s];
-  const uint32_t k = static_cast<uint32_t>(a.out.k);
-
-  // The k-th candidate (when there are more than k): its key, then among equal keys its row.
-  uint32_t kth_key = 0u, last_row = 0x7FFFFFFFu;
-  if (total > k) {
-    uint32_t prefix = 0, r = k, equal = 0;
+  sel.sync();
+  uint32_t r = k, prefix = 0, equal = 0;
+  __shared__ uint32_t found[3];
+  for (int pass = 0; pass < 2; ++pass) {  // 0: the key; 1: among its ties, the row (as ~row)
+    uint32_t vprefix = 0;
     for (int level = 0; level < 3; ++level) {
       const uint32_t pmask = topk_impl::level_prefix_mask(level);
       const int shift = topk_impl::level_shift(level);
       const uint32_t dmask = topk_impl::level_digit_mask(level);
-      for_each_candidate(a, row, count, [&](uint32_t key, int32_t) {
-        if ((key & pmask) == prefix) atomicAdd(&hist[(key >> shift) & dmask], 1u);
-      });
-      __syncthreads();
-      const topk_impl::Threshold t = topk_impl::find_threshold_bin<kThreads, true>(hist, r, temp.scan, &slot);
-      prefix |= t.bin << shift;
-      r -= t.above;
-      equal = t.count;
-    }
-    kth_key = prefix;
-    if (equal > r) {  // keep the r lowest rows among the keys equal to the k-th
-      uint32_t rprefix = 0;
-      for (int level = 0; level < 3; ++level) {
-        const uint32_t pmask = topk_impl::level_prefix_mask(level);
-        const int shift = topk_impl::level_shift(level);
-        const uint32_t dmask = topk_impl::level_digit_mask(level);
-        for_each_candidate(a, row, count, [&](uint32_t key, int32_t rw) {
-          const uint32_t v = ~static_cast<uint32_t>(rw);
-          if (key == kth_key && (v & pmask) == rprefix) atomicAdd(&hist[(v >> shift) & dmask], 1u);
-        });
-        __syncthreads();
-        const topk_impl::Threshold t = topk_impl::find_threshold_bin<kThreads, true>(hist, r, temp.scan, &slot);
-        rprefix |= t.bin << shift;
-        r -= t.above;
+#pragma unroll 4
+      for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
+        const int64_t at = candidate_at(a, row, s, f);
+        const uint32_t key = a.keys[at];
+        if (pass == 1 && key != prefix) continue;
+        const uint32_t v = pass == 0 ? key : ~static_cast<uint32_t>(a.rows[at]);
+        if ((v & pmask) == vprefix) atomicAdd(&hist[(v >> shift) & dmask], 1u);
       }
-      last_row = ~rprefix;
+      sel.sync();
+      // The bin holding the r-th largest, found by thread 0 (this path is for rare long rows).
+      if (threadIdx.x == 0) {
+        uint32_t above = 0;
+        for (int b = topk_impl::kNumBins - 1; b >= 0; --b) {
+          if (above + hist[b] >= r) {
+            found[0] = b;
+            found[1] = above;
+            found[2] = hist[b];
+            break;
+          }
+          above += hist[b];
+        }
+      }
+      sel.sync();
+      for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
+      vprefix |= found[0] << shift;
+      r -= found[1];
+      equal = found[2];
+      sel.sync();
+    }
+    if (pass == 0) {
+      prefix = vprefix;
+      *kth_key = prefix;
+      *last_row = 0x7FFFFFFFu;
+      if (equal <= r) return;  // every tie is kept
+    } else {
+      *last_row = ~vprefix;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) select_candidates_kernel(const SelectArgs a) {
+  __shared__ Smem s;
+  __shared__ uint32_t num_picked;
+  const Select sel(&s.select, kBarrier, threadIdx.x);
+  const int64_t row = blockIdx.x;
+  if (threadIdx.x == 0) {
+    uint32_t run = 0;
+    for (int i = 0; i < a.splits; ++i) {
+      s.offset[i] = run;
+      run += a.counts[row * a.splits + i];
+    }
+    s.offset[a.splits] = run;
+    num_picked = 0u;
+  }
+  sel.sync();
+  const uint32_t total = s.offset[a.splits];
+  const uint32_t k = static_cast<uint32_t>(a.out.k);
+
+  // The k-th candidate (when there are more than k): its key, then the last row kept among its ties.
+  uint32_t kth_key = 0u, last_row = 0x7FFFFFFFu;
+  uint32_t v[kPer];
+  uint32_t present = 0;
+  const bool held = total <= kHeld;
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t f = j * kThreads + threadIdx.x;
+      v[j] = f < total ? a.keys[candidate_at(a, row, s, f)] : 0u;
+      if (f < total) present |= 1u << j;
+    }
+  }
+  if (total > k) {
+    if (held) {
+      const SelectResult kth = sel.select(v, present, k);
+      kth_key = kth.value;
+      const uint32_t ties = k - kth.above;
+      if (kth.equal > ties) {  // keep the lowest rows among the keys equal to the k-th
+        uint32_t tied = 0, w[kPer];
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) {
+          w[j] = 0u;
+          if (((present >> j) & 1u) && v[j] == kth_key) {
+            tied |= 1u << j;
+            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x)]);
+          }
+        }
+        last_row = ~sel.select(w, tied, ties).value;
+      }
+    } else {
+      select_from_global(a, row, s, total, k, &kth_key, &last_row);
     }
   }
 
-  // The survivors, as one 64-bit sort key each: (score key, ~row) for by-score order, ~row for
-  // ascending rows; sorted descending, 0 (never a survivor's value) pads the empty slots.
+  // The survivors as sort keys: the row offset (ascending rows), or (score key, ~row) descending.
   const bool by_score = a.out.sorted;
-  for_each_candidate(a, row, count, [&](uint32_t key, int32_t rw) {
-    const bool keep = total <= k || key > kth_key || (key == kth_key && static_cast<uint32_t>(rw) <= last_row);
+  const int64_t row_lo = topk_impl::clamp_bound(a.out.ks[row], a.out.num_keys);
+  auto pick = [&](uint32_t key, int64_t at) {
+    const bool keep = total <= k || key > kth_key ||
+                      (key == kth_key && (last_row == 0x7FFFFFFFu || static_cast<uint32_t>(a.rows[at]) <= last_row));
     if (!keep) return;
-    const uint32_t at = atomicAdd(&num_picked, 1u);
-    const uint32_t not_row = ~static_cast<uint32_t>(rw);
-    picked[at] = by_score ? (uint64_t{key} << 32 | not_row) : (uint64_t{0xFFFFFFFFu} << 32 | not_row);
-  });
-  __syncthreads();
+    const uint32_t key_row = static_cast<uint32_t>(a.rows[at]);
+    const uint32_t slot = atomicAdd(&num_picked, 1u);
+    s.picked[slot] = by_score ? (uint64_t{key} << 32 | ~key_row) : key_row - static_cast<uint32_t>(row_lo);
+  };
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x));
+    }
+  } else {
+    for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
+      const int64_t at = candidate_at(a, row, s, f);
+      pick(a.keys[at], at);
+    }
+  }
+  sel.sync();
   const uint32_t selected = num_picked;
-  uint64_t item[kItems];
+  int32_t* out = a.out.indices + row * a.out.ld_indices;
+  if (by_score) {
+    uint64_t item[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const uint32_t i = threadIdx.x * kItems + j;
+      item[j] = i < selected ? s.picked[i] : 0u;  // 0 is below every survivor's (key, ~row)
+    }
+    cub::BlockRadixSort<uint64_t, kThreads, kItems>(s.sort.sort64).SortDescending(item);
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const uint32_t rank = threadIdx.x * kItems + j;
+      if (rank < k) {
+        const int32_t key_row = static_cast<int32_t>(~static_cast<uint32_t>(item[j]));
+        out[rank] = rank < selected ? topk_impl::page_transform(a.out, row, key_row) : -1;
+      }
+    }
+    return;
+  }
+  // Ascending rows: sort the offsets from the row start over the bits the range needs; the
+  // padding 2^bits - 1 lies above every offset.
+  const int64_t row_hi = topk_impl::clamp_bound(a.out.ke[row], a.out.num_keys);
+  const uint32_t range = row_hi > row_lo ? static_cast<uint32_t>(row_hi - row_lo) : 1u;
+  const int bits = 32 - __clz(range);
+  uint32_t item[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const uint32_t i = threadIdx.x * kItems + j;
-    item[j] = i < selected ? picked[i] : 0u;
+    item[j] = i < selected ? static_cast<uint32_t>(s.picked[i]) : (1u << bits) - 1u;
   }
-  Sort(temp.sort).SortDescending(item);
-  int32_t* out = a.out.indices + row * a.out.ld_indices;
+  cub::BlockRadixSort<uint32_t, kThreads, kItems>(s.sort.sort32).Sort(item, 0, bits);
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const uint32_t rank = threadIdx.x * kItems + j;
-    if (rank >= k) continue;
-    const int32_t key_row = static_cast<int32_t>(~static_cast<uint32_t>(item[j]));
-    out[rank] = rank < selected ? topk_impl::page_transform(a.out, row, key_row) : -1;
+    if (rank < k) {
+      out[rank] = rank < selected
+                      ? topk_impl::page_transform(a.out, row, static_cast<int32_t>(row_lo + item[j]))
+                      : -1;
+    }
   }
 }
 

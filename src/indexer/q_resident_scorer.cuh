@@ -87,11 +87,13 @@ struct TileCells {
 // CTA with no key tile (empty_cta: all threads, with the CTA's first token, split and token
 // count), and per consumer warpgroup: construction (with its shared bytes, its first CTA-local
 // token and token count), store() for every tile (all lanes call it), end_tile() after it and
-// finish() after the last.
+// finish() after the last. With kDeferStore, a tile's cells are stored while the next tile's MMA
+// runs (end_tile() of tile i then follows the store of tile i - 1).
 struct LogitsOutput {
   struct Args {};
   static constexpr int kSmemBytesPerConsumer = 0;
   static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
+  static constexpr bool kDeferStore = false;      // store() right after the tile's own epilogue
   __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
   __device__ LogitsOutput(const Args&, const ScorerArgs& args, uint8_t*, int, int, int64_t first_token, int)
       : logits_(args.logits), ldl_(args.ldl), first_token_(first_token) {}
@@ -245,7 +247,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
 
   constexpr int kTileStep = Cfg::kShareTiles ? 1 : Cfg::kConsumers;
-  for (int i = Cfg::kShareTiles ? 0 : wg; i < num_tiles; i += kTileStep) {
+  const int first_tile = Cfg::kShareTiles ? 0 : wg;
+  TileCells<Epi::kFinal> pending;  // kDeferStore: the previous tile's cells
+  for (int i = first_tile; i < num_tiles; i += kTileStep) {
     const int stage = i % Cfg::kStages;
     const int key0 = (tile_begin + i) * kKeyTile + wg_warp * 16 + lane / 4;  // row half 0; +8 for 1
     hopper::mbarrier_wait(&full[stage], (i / Cfg::kStages) & 1);
@@ -267,6 +271,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // Issued while the MMA runs.
     const float scale0 = key0 < args.num_keys ? __ldg(args.k_scale + key0) : 0.0f;
     const float scale1 = key0 + 8 < args.num_keys ? __ldg(args.k_scale + key0 + 8) : 0.0f;
+    // A deferring output hands over the previous tile's cells while this tile's MMA runs.
+    if constexpr (Output::kDeferStore) {
+      if (i != first_tile) out.store(pending, lane);
+    }
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(acc);
     // The stage has been read: hand it back before the epilogue.
@@ -286,8 +294,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       cells.valid[j] = Epi::owner(lane) && cells.key[j] >= b.x && cells.key[j] < b.y;
       cells.value[j] = part[j] * ((index & 1) ? scale1 : scale0);
     }
-    out.store(cells, lane);
-    out.end_tile();
+    if constexpr (Output::kDeferStore) {
+      out.end_tile();  // after the previous tile's store, before the next one
+      pending = cells;
+    } else {
+      out.store(cells, lane);
+      out.end_tile();
+    }
+  }
+  if constexpr (Output::kDeferStore) {
+    if (num_tiles > first_tile) out.store(pending, lane);
   }
   out.finish();
 }

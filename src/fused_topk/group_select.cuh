@@ -1,6 +1,7 @@
-// Radix select by one warpgroup (128 threads, a named barrier) over values held in registers: the
-// r-th largest 32-bit value among the entries that pass a mask. Used inside the fused scorer,
-// where the other warpgroups keep running, so it synchronises its own 128 threads only.
+// Radix select by a group of threads (a named barrier) over values held in registers: the r-th
+// largest 32-bit value among the entries that pass a mask. One warpgroup runs it inside the fused
+// scorer, where the other warpgroups keep running, so it synchronises its own 128 threads only;
+// the select kernel runs it over a whole CTA.
 //
 // The bits that every passing value shares (the common prefix of the minimum and the maximum)
 // are skipped; the rest are resolved from the top in digits of up to 11 bits over one 2048-bin
@@ -16,10 +17,12 @@ namespace fp8dsa::fused_topk_impl {
 
 inline constexpr int kSelectBins = 2048;
 
-// Shared memory of one warpgroup's select.
-struct WarpgroupSelectShared {
+// Shared memory of one group's select.
+template <int kThreads>
+struct GroupSelectShared {
+  static constexpr int kWarps = kThreads / 32;
   uint32_t hist[kSelectBins];
-  uint32_t warp_min[4], warp_max[4], warp_count[4], warp_sums[4];
+  uint32_t warp_min[kWarps], warp_max[kWarps], warp_count[kWarps], warp_sums[kWarps];
   uint32_t found[3];  // bin, values above the bin, values in the bin
 };
 
@@ -29,12 +32,16 @@ struct SelectResult {
   uint32_t equal;  // passing entries with exactly this value
 };
 
-class WarpgroupSelect {
+template <int kThreads>
+class GroupSelect {
  public:
-  static constexpr int kThreads = 128;
+  static constexpr int kWarps = kThreads / 32;
   static constexpr int kBinsPerThread = kSelectBins / kThreads;
+  static_assert(kThreads % 32 == 0 && kSelectBins % kThreads == 0, "whole warps, bins split evenly");
+  using Shared = GroupSelectShared<kThreads>;
 
-  __device__ WarpgroupSelect(WarpgroupSelectShared* shared, uint32_t barrier_id, int thread)
+  // thread: 0 .. kThreads within the group.
+  __device__ GroupSelect(Shared* shared, uint32_t barrier_id, int thread)
       : s_(shared), barrier_(barrier_id), thread_(thread) {}
 
   __device__ void sync() const { hopper::named_barrier_sync(barrier_, kThreads); }
@@ -62,7 +69,7 @@ class WarpgroupSelect {
     }
     sync();
     uint32_t total = 0;
-    for (int w = 0; w < 4; ++w) {
+    for (int w = 0; w < kWarps; ++w) {
       lo = min(lo, s_->warp_min[w]);
       hi = max(hi, s_->warp_max[w]);
       total += s_->warp_count[w];
@@ -94,6 +101,23 @@ class WarpgroupSelect {
       remaining = shift;
     }
     return {prefix, above, equal};
+  }
+
+  // Exclusive prefix sum of x over the warpgroup's threads (in thread order). Ends synchronised.
+  __device__ uint32_t exclusive_sum(uint32_t x) const {
+    const int lane = thread_ % 32, warp = thread_ / 32;
+    uint32_t inclusive = x;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+      if (lane >= d) inclusive += up;
+    }
+    if (lane == 31) s_->warp_sums[warp] = inclusive;
+    sync();
+    uint32_t run = inclusive - x;
+    for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
+    sync();
+    return run;
   }
 
  private:
@@ -129,9 +153,11 @@ class WarpgroupSelect {
     sync();
   }
 
-  WarpgroupSelectShared* s_;
+  Shared* s_;
   uint32_t barrier_;
   int thread_;
 };
+
+using WarpgroupSelect = GroupSelect<128>;
 
 }  // namespace fp8dsa::fused_topk_impl

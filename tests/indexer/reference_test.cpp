@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/memory_limit.h"
 #include "common/metrics.h"
 #include "common/random_inputs.h"
 #include "fp8dsa/fp8.h"
@@ -293,6 +294,50 @@ TEST(IndexerReference, EmptyProblems) {
   IndexerParams none;
   none.num_heads = 4;
   EXPECT_TRUE(reference::indexer_logits_cpu(none).is_ok());
+}
+
+TEST(IndexerReference, DequantisesOnlyATileAtATime) {
+  // One token over 524288 keys (64 MB of e4m3 k): the reference must not copy k to f64 (512 MB).
+  // The child's address space allows the inputs plus 192 MB.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  constexpr int64_t kKeys = 524288;
+  constexpr int kHeads = 4, kDim = 128;
+  std::vector<uint8_t> q(kHeads * kDim, float_to_e4m3(1.0f)), k(static_cast<size_t>(kKeys * kDim), 0);
+  for (int64_t s = 0; s < kKeys; s += 4099) k[static_cast<size_t>(s * kDim)] = float_to_e4m3(2.0f);
+  std::vector<float> w(kHeads, 1.0f), k_scale(kKeys, 0.5f), logits(kKeys, kSentinel);
+  std::vector<int32_t> ks = {0}, ke = {static_cast<int32_t>(kKeys)};
+  IndexerParams p;
+  p.num_tokens = 1;
+  p.num_keys = kKeys;
+  p.num_heads = kHeads;
+  p.head_dim = kDim;
+  p.q = q.data();
+  p.w = w.data();
+  p.k = k.data();
+  p.k_scale = k_scale.data();
+  p.ks = ks.data();
+  p.ke = ke.data();
+  p.logits = logits.data();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{192} << 20, [&] {
+    if (!reference::indexer_logits_cpu(p).is_ok()) return 1;
+    // Key 4099 * 2: dot 2 per head, 4 heads, k_scale 0.5 -> 4; key 1: 0.
+    return logits[2 * 4099] == 4.0f && logits[1] == 0.0f ? 0 : 2;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
+TEST(IndexerReference, OutOfMemoryIsAStatus) {
+  // The f64 form returns [T, N] doubles: at T = 2^31 - 1, N = 2^30 - 4096 (valid: the f32 logits'
+  // extent fits in int64) that is more than a vector can hold. The std::length_error comes back as
+  // OutOfMemory (before the fix it escaped). Nothing is read: the allocation comes first.
+  Problem pr = make_problem(1, 4, 4, 128, testing::KeyRanges{{0}, {4}}, 11);
+  pr.params.num_tokens = std::numeric_limits<int32_t>::max();
+  pr.params.num_keys = (int64_t{1} << 30) - 4096;
+  pr.params.ldl = 0;
+  std::vector<double> logits;
+  const Status s = reference::indexer_logits_cpu_f64(pr.params, &logits);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();
+  EXPECT_NE(s.message().find("indexer reference"), std::string::npos) << s.to_string();
 }
 
 }  // namespace

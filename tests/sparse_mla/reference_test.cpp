@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/memory_limit.h"
 #include "common/metrics.h"
 #include "common/random_inputs.h"
 #include "common/sampled_mla_reference.h"
@@ -152,6 +153,69 @@ TEST(SparseMlaReference, TopkLength) {
     expect_row(pr, 2, h, 0.5 * 34 / 15, 0.5 * 17 / 15, 0.5 * 60.75 / 15, std::log(15.0), 3 * kL);
     expect_row(pr, 3, h, 0.5 * 10 / 7, 0.5 * 13 / 7, 0.5 * -3.25 / 7, std::log(7.0), 2 * kL);
   }
+}
+
+TEST(SparseMlaReference, TopkLengthOutsideZeroToTopkIsClamped) {
+  // topk_length is not validated (on the GPU it lives in device memory): a negative length counts
+  // as 0, one above topk as topk (sparse_mla.h).
+  Problem pr = hand_problem({{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
+  pr.topk_length = {-5, kHandTopk + 1000, INT_MIN};
+  pr.bind();
+  ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
+  for (int h = 0; h < kHandHeads; ++h) {
+    for (int t : {0, 2}) {
+      EXPECT_EQ(pr.lse[t * kHandHeads + h], INFINITY) << t;
+      EXPECT_EQ(pr.max_logits[t * kHandHeads + h], -INFINITY) << t;
+      EXPECT_EQ(pr.out_at(t, h, 0), 0.0) << t;
+    }
+    expect_row(pr, 1, h, 0.5 * 34 / 15, 0.5 * 17 / 15, 0.5 * 60.75 / 15, std::log(15.0), 3 * kL);
+  }
+}
+
+TEST(SparseMlaReference, RejectsAScaleProductOutsideF32) {
+  // Each scale is finite, their product is not an f32: every score would be +-inf, and lse = +inf
+  // is the "no valid key" marker.
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.params.sm_scale = 1e20f;
+  pr.params.q_scale = 1e20f;
+  const Status s = reference::sparse_mla_cpu(pr.params);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("q_scale * kv_scale * sm_scale"), std::string::npos) << s.to_string();
+  EXPECT_EQ(pr.lse[0], kLseSentinel);
+}
+
+TEST(SparseMlaReference, ReadsOnlyTheSelectedKvRows) {
+  // One token selecting 64 of 262144 kv rows (151 MB of e4m3): the reference must not dequantise the
+  // whole cache (1.2 GB of f64). The child's address space allows the inputs plus 320 MB.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  constexpr int64_t kRows = 262144;
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.kv.assign(static_cast<size_t>(kRows * kDqk), 0);
+  for (int j = 0; j < kHandTopk; ++j) pr.indices[j] = static_cast<int32_t>(j * 4099 % kRows);
+  pr.params.num_kv = kRows;
+  pr.bind();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{320} << 20, [&] {
+    return reference::sparse_mla_cpu(pr.params).is_ok() ? 0 : 1;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
+TEST(SparseMlaReference, OutOfMemoryIsAStatus) {
+  // T = INT32_MAX tokens: the per-token key lists alone exceed the child's 64 MB of headroom. The
+  // bad_alloc comes back as OutOfMemory (before the fix it escaped: the child aborted). The inputs
+  // are never read: the allocation fails first.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.params.num_tokens = std::numeric_limits<int32_t>::max();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{64} << 20, [&] {
+    const Status public_call = reference::sparse_mla_cpu(pr.params);
+    if (public_call.code() != StatusCode::kOutOfMemory) return 1;
+    if (public_call.message() != "sparse_mla reference: out of host memory") return 2;
+    std::vector<double> out;
+    const Status f64_form = reference::sparse_mla_cpu_f64(pr.params, &out, nullptr, nullptr);
+    return f64_form.code() == StatusCode::kOutOfMemory ? 0 : 3;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
 }
 
 TEST(SparseMlaReference, AttentionSink) {

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -133,6 +134,33 @@ TEST(SparseMlaFp8, SmallHeadCounts) {
     run_case(c, seed += 10);
     MlaCase strided{1500, 512, h, 17, true, true, true};
     run_case(strided, seed += 10);
+  }
+}
+
+// topk_length is device memory, so it is clamped, not validated (sparse_mla.h): a length below 0
+// gives the same outputs as 0 and one above topk the same as topk, bitwise, on both kernels.
+TEST(SparseMlaFp8, TopkLengthOutsideRangeIsClamped) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (SparseMlaKernel kernel : {SparseMlaKernel::kFp8, SparseMlaKernel::kReference}) {
+    SCOPED_TRACE(sparse_mla_kernel_name(kernel));
+    MlaCase c{700, 256, 64, 4};
+    c.kernel = kernel;
+    MlaProblem pr;
+    mla_test::make_problem(c, 155000, &pr);
+    const std::vector<int32_t> outside = {-3, c.topk + 100, INT_MIN, INT_MAX};
+    const std::vector<int32_t> clamped = {0, c.topk, 0, c.topk};
+    std::vector<uint16_t> out[2];
+    std::vector<float> lse[2], max_logits[2];
+    for (int run = 0; run < 2; ++run) {
+      pr.d_topk_length = testing::DeviceBuffer<int32_t>(run == 0 ? outside : clamped);
+      pr.device.topk_length = pr.d_topk_length.get();
+      run_and_check_coverage(pr, &out[run], &lse[run], &max_logits[run]);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(out[0], out[1]);
+    EXPECT_EQ(0, std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(max_logits[0].data(), max_logits[1].data(), max_logits[0].size() * sizeof(float)));
+    for (int h = 0; h < c.num_heads; ++h) EXPECT_EQ(lse[0][h], INFINITY) << h;  // token 0: no key
   }
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "common/memory_limit.h"
 #include "common/metrics.h"
 #include "common/random_inputs.h"
 #include "fp8dsa/topk.h"
@@ -106,6 +107,20 @@ TEST(TopkReference, RejectsInvalidParams) {
   EXPECT_EQ(r.indices[0], kUntouched);
   r.params.k = 2049;
   EXPECT_FALSE(reference::topk_cpu(r.params).is_ok());
+}
+
+TEST(TopkReference, OutOfMemoryIsAStatus) {
+  // One row over 2^30 keys: its candidate list (8 GB) does not fit the child's 64 MB of headroom.
+  // The bad_alloc comes back as OutOfMemory (before the fix it escaped: the child aborted); the
+  // allocation comes before any logit is read.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  Rows r(1, int64_t{1} << 30, 8, kTenScores, {0}, {1 << 30});
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{64} << 20, [&] {
+    const Status s = reference::topk_cpu(r.params);
+    if (s.code() != StatusCode::kOutOfMemory) return 1;
+    return s.message() == "topk reference: out of host memory" ? 0 : 2;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
 }
 
 // Page table for 2 sequences, page_size 4, 3 pages each; seq 1's page 1 is unmapped.

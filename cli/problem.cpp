@@ -92,15 +92,29 @@ SparseMlaParams HostProblem::attention_params() const {
   return p;
 }
 
-Status validate_problem(const HostProblem& problem) {
-  // Stand-in outputs: validate() checks that they are set but never touches them.
+Status validate_options(const RunOptions& o) {
+  // Stand-ins for every array: validate() checks that they are set and aligned but never reads them.
   alignas(256) static unsigned char stand_in[256];
   PrefillParams params;
-  params.indexer = problem.indexer_params();
-  params.attention = problem.attention_params();
-  params.attention.out = stand_in;
-  params.attention.lse = reinterpret_cast<float*>(stand_in);
-  params.topk = problem.options.topk;
+  IndexerParams& ix = params.indexer;
+  ix.num_tokens = o.tokens;
+  ix.num_keys = o.tokens + o.cached;
+  ix.num_heads = o.index_heads;
+  ix.head_dim = kIndexDim;
+  ix.q = ix.k = stand_in;
+  ix.w = ix.k_scale = reinterpret_cast<const float*>(stand_in);
+  ix.ks = ix.ke = reinterpret_cast<const int32_t*>(stand_in);
+  SparseMlaParams& at = params.attention;
+  at.num_tokens = ix.num_tokens;
+  at.num_kv = ix.num_keys;
+  at.num_heads = o.heads;
+  at.d_qk = kDimQk;
+  at.d_v = kDimV;
+  at.q = at.kv = stand_in;
+  at.out = stand_in;
+  at.lse = reinterpret_cast<float*>(stand_in);
+  at.sm_scale = 1.0f / std::sqrt(192.0f);
+  params.topk = o.topk;
   return validate(params);
 }
 

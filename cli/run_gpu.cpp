@@ -10,6 +10,7 @@
 
 #include "core/cuda_check.h"
 #include "fp8dsa/pipeline.h"
+#include "resources.h"
 #include "run.h"
 #include "stage_table.h"
 
@@ -159,15 +160,20 @@ struct AttentionOutputs {
   }
 };
 
-int fail(const char* what, const Status& status) {
-  std::printf("\nfp8dsa run: %s: %s\n", what, status.to_string().c_str());
-  return 1;
+// Ends any open progress line on stdout, reports on stderr; `code`: 1 for a failed call, 2 for a
+// run that cannot go ahead.
+int fail(const char* what, const Status& status, int code = 1) {
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "fp8dsa run: %s: %s\n", what, status.to_string().c_str());
+  return code;
 }
 
 }  // namespace
 
 int run_on_gpu(const RunOptions& requested) {
   const RunOptions o = with_defaults(requested, /*gpu=*/true);
+  if (const int rc = check_runnable(o, /*gpu=*/true); rc != 0) return rc;
   int dev = 0;
   cudaDeviceProp prop{};
   if (const Status s = cuda_status(cudaGetDevice(&dev), "cudaGetDevice"); !s.is_ok()) return fail("device", s);
@@ -178,16 +184,9 @@ int run_on_gpu(const RunOptions& requested) {
   std::printf("  generating random inputs ...");
   std::fflush(stdout);
   HostProblem problem;
-  if (const Status s = make_problem(o, &problem); !s.is_ok()) {
-    std::printf("\nfp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
+  if (const Status s = make_problem(o, &problem); !s.is_ok()) return fail("inputs", s, 2);
   std::printf(" done\n");
   print_problem(problem, prop.name);
-  if (const Status s = validate_problem(problem); !s.is_ok()) {
-    std::printf("fp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
 
   const int64_t T = problem.num_tokens, N = problem.num_keys;
   const int h = o.heads, k = o.topk;

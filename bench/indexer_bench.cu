@@ -2,7 +2,7 @@
 // DeepSeek-V3.2 prefill shape. FLOPs count valid (token, key) pairs only: 2 * H * D each.
 #include <vector>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/indexer.h"
 #include "op_benches.h"
 
@@ -13,18 +13,18 @@ constexpr int64_t kTokens = 4096;
 constexpr int kHeadDim = 128;
 
 struct IndexerInputs {
-  DeviceBuffer q, w, k, k_scale;
+  tools::DeviceBytes q, w, k, k_scale;
 };
 
 Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
-  CausalBounds bounds;
-  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  tools::CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
 
   const size_t q_bytes = static_cast<size_t>(kTokens) * num_heads * kHeadDim;
   const size_t w_bytes = static_cast<size_t>(kTokens) * num_heads * sizeof(float);
   const size_t k_bytes = static_cast<size_t>(num_keys) * kHeadDim;
   const size_t k_scale_bytes = static_cast<size_t>(num_keys) * sizeof(float);
-  const int sets = rotation_sets(q_bytes + w_bytes + k_bytes + k_scale_bytes, ctx.l2_bytes);
+  const int sets = tools::rotation_sets(q_bytes + w_bytes + k_bytes + k_scale_bytes, ctx.l2_bytes);
 
   std::vector<IndexerInputs> inputs(static_cast<size_t>(sets));
   for (int s = 0; s < sets; ++s) {
@@ -34,14 +34,14 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
     FP8DSA_RETURN_IF_ERROR(in.w.allocate(w_bytes));
     FP8DSA_RETURN_IF_ERROR(in.k.allocate(k_bytes));
     FP8DSA_RETURN_IF_ERROR(in.k_scale.allocate(k_scale_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
     // Weights may be negative: the query scale and the head weight are folded together.
-    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
     FP8DSA_RETURN_IF_ERROR(
-        fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
+        tools::fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
   }
-  DeviceBuffer logits;
+  tools::DeviceBytes logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
 
   IndexerParams base;

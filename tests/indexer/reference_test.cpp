@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/memory_limit.h"
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
@@ -42,11 +42,11 @@ double naive_logit(const IndexerParams& p, int64_t t, int64_t s) {
 struct Problem {
   std::vector<uint8_t> q, k;
   std::vector<float> w, k_scale, logits;
-  testing::KeyRanges ranges;
+  tools::KeyRanges ranges;
   IndexerParams params;
 };
 
-Problem make_problem(int64_t T, int64_t N, int H, int D, testing::KeyRanges ranges, uint64_t seed,
+Problem make_problem(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, uint64_t seed,
                      int64_t q_pad = 0, int64_t w_pad = 0, int64_t k_pad = 0, int64_t ldl_pad = 0) {
   Problem pr;
   const int64_t q_stride = int64_t{H} * D + q_pad;
@@ -54,10 +54,10 @@ Problem make_problem(int64_t T, int64_t N, int H, int D, testing::KeyRanges rang
   const int64_t k_stride = D + k_pad;
   // Logit rows must be 16-byte aligned (validate), so odd N always gets a padded ldl.
   const int64_t ldl = (N + 3) / 4 * 4 + ldl_pad;
-  pr.q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
-  pr.k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
-  pr.w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
-  pr.k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
+  pr.q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
+  pr.k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
+  pr.w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
+  pr.k_scale = tools::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
   pr.logits.assign(static_cast<size_t>(T * ldl), kSentinel);
   pr.ranges = std::move(ranges);
   IndexerParams& p = pr.params;
@@ -210,13 +210,13 @@ struct Shape {
   bool padded;  // non-packed strides everywhere
 };
 
-testing::KeyRanges make_ranges(const Shape& s, uint64_t seed) {
+tools::KeyRanges make_ranges(const Shape& s, uint64_t seed) {
   switch (s.ranges) {
-    case Ranges::kFull: return testing::full_key_ranges(s.T, s.N);
-    case Ranges::kCausal: return testing::causal_key_ranges(s.T, s.N);
-    case Ranges::kRandom: return testing::random_key_ranges(s.T, s.N, seed, 0.1);
-    case Ranges::kRandomOutOfRange: return testing::random_key_ranges(s.T, s.N, seed, 0.1, 0.3);
-    case Ranges::kEmpty: return testing::random_key_ranges(s.T, s.N, seed, 1.0);  // every ks == ke
+    case Ranges::kFull: return tools::full_key_ranges(s.T, s.N);
+    case Ranges::kCausal: return tools::causal_key_ranges(s.T, s.N);
+    case Ranges::kRandom: return tools::random_key_ranges(s.T, s.N, seed, 0.1);
+    case Ranges::kRandomOutOfRange: return tools::random_key_ranges(s.T, s.N, seed, 0.1, 0.3);
+    case Ranges::kEmpty: return tools::random_key_ranges(s.T, s.N, seed, 1.0);  // every ks == ke
   }
   return {};
 }
@@ -263,7 +263,7 @@ TEST_P(IndexerReferenceShapes, MatchesNaiveFormula) {
   }
 
   // The f32 output passes the SPEC 6 check against the f64 reference (it is its rounding).
-  const testing::IndexerCheck check = testing::check_indexer_logits(
+  const tools::IndexerCheck check = tools::check_indexer_logits(
       pr.logits.data(), ldl, ref.data(), s.T, s.N, pr.ranges.ks.data(), pr.ranges.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_EQ(check.cells, in_range);
@@ -288,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(IndexerReference, EmptyProblems) {
   // T = 0 and N = 0 are valid; nothing is written.
-  Problem pr = make_problem(3, 0, 4, 128, testing::KeyRanges{{0, 0, 0}, {0, 5, 0}}, 7);
+  Problem pr = make_problem(3, 0, 4, 128, tools::KeyRanges{{0, 0, 0}, {0, 5, 0}}, 7);
   pr.params.fill_masked = true;
   EXPECT_TRUE(reference::indexer_logits_cpu(pr.params).is_ok());
   IndexerParams none;
@@ -330,7 +330,7 @@ TEST(IndexerReference, OutOfMemoryIsAStatus) {
   // The f64 form returns [T, N] doubles: at T = 2^31 - 1, N = 2^30 - 4096 (valid: the f32 logits'
   // extent fits in int64) that is more than a vector can hold. The std::length_error comes back as
   // OutOfMemory (before the fix it escaped). Nothing is read: the allocation comes first.
-  Problem pr = make_problem(1, 4, 4, 128, testing::KeyRanges{{0}, {4}}, 11);
+  Problem pr = make_problem(1, 4, 4, 128, tools::KeyRanges{{0}, {4}}, 11);
   pr.params.num_tokens = std::numeric_limits<int32_t>::max();
   pr.params.num_keys = (int64_t{1} << 30) - 4096;
   pr.params.ldl = 0;

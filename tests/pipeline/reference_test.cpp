@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/memory_limit.h"
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/pipeline.h"
 #include "indexer/reference_cpu.h"
@@ -115,21 +115,21 @@ TEST(PrefillReference, MatchesStageChain) {
   constexpr int64_t kT = 7, kN = 301;  // N not a multiple of 4: padded logits rows
   constexpr int kH = 8, kD = 128, kHeads = 16, kTopk = 128;
   Prefill p;
-  p.iq = testing::random_e4m3(kT * kH * kD, 1, -3.0f, 3.0f);
-  p.ik = testing::random_e4m3(kN * kD, 2, -3.0f, 3.0f);
-  p.w = testing::random_f32(kT * kH, 3, -1.0f, 1.0f);
-  p.k_scale = testing::random_f32(kN, 4, 0.1f, 1.0f);
-  p.q = testing::random_e4m3(kT * kHeads * kDqk, 5, -2.0f, 2.0f);
-  p.kv = testing::random_e4m3(kN * kDqk, 6, -2.0f, 2.0f);
+  p.iq = tools::random_e4m3(kT * kH * kD, 1, -3.0f, 3.0f);
+  p.ik = tools::random_e4m3(kN * kD, 2, -3.0f, 3.0f);
+  p.w = tools::random_f32(kT * kH, 3, -1.0f, 1.0f);
+  p.k_scale = tools::random_f32(kN, 4, 0.1f, 1.0f);
+  p.q = tools::random_e4m3(kT * kHeads * kDqk, 5, -2.0f, 2.0f);
+  p.kv = tools::random_e4m3(kN * kDqk, 6, -2.0f, 2.0f);
   // Causal over a 294-key cache, plus a short row (all keys taken) and an empty one.
-  testing::KeyRanges r = testing::causal_key_ranges(kT, kN);
+  tools::KeyRanges r = tools::causal_key_ranges(kT, kN);
   r.ks[1] = 200;
   r.ke[1] = 250;
   r.ks[4] = r.ke[4] = 17;
   p.ks = r.ks;
   p.ke = r.ke;
   p.bind(kT, kN, kH, kD, kHeads, kTopk);
-  const std::vector<float> sink = testing::random_f32(kHeads, 7, -2.0f, 2.0f);
+  const std::vector<float> sink = tools::random_f32(kHeads, 7, -2.0f, 2.0f);
   p.params.attention.attn_sink = sink.data();
   p.params.attention.q_scale = 1.25f;
   ASSERT_TRUE(reference::prefill_cpu(p.params).is_ok());
@@ -175,18 +175,18 @@ TEST(PrefillReference, MatchesStageChain) {
     keys.resize(std::min<size_t>(keys.size(), kTopk));
     std::copy(keys.begin(), keys.end(), ref_indices.begin() + t * kTopk);
   }
-  const testing::TopkCheck topk_check = testing::check_topk(indices.data(), kTopk, kTopk, ref_logits.data(), kN,
+  const tools::TopkCheck topk_check = tools::check_topk(indices.data(), kTopk, kTopk, ref_logits.data(), kN,
                                                             kT, kN, p.ks.data(), p.ke.data());
   EXPECT_TRUE(topk_check.passed) << topk_check.description;
   SparseMlaParams fp = ap;
   fp.indices = ref_indices.data();
   std::vector<double> out, lse, max_logits;
   ASSERT_TRUE(reference::sparse_mla_cpu_f64(fp, &out, &lse, &max_logits).is_ok());
-  testing::SparseMlaOutputs got;
+  tools::SparseMlaOutputs got;
   got.out = p.out.data();
   got.lse = p.lse.data();
   got.max_logits = p.max_logits.data();
-  const testing::SparseMlaCheck check = testing::check_sparse_mla(got, out, lse, max_logits, kT, kHeads, kDv);
+  const tools::SparseMlaCheck check = tools::check_sparse_mla(got, out, lse, max_logits, kT, kHeads, kDv);
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_LT(check.rel_l2, 5e-3) << check.description;
   EXPECT_EQ(check.empty_rows, kHeads);  // token 4
@@ -194,12 +194,12 @@ TEST(PrefillReference, MatchesStageChain) {
 
 TEST(PrefillReference, RejectsInvalidParams) {
   Prefill p;
-  p.iq = testing::random_e4m3(4 * 128, 1);
-  p.ik = testing::random_e4m3(8 * 128, 2);
-  p.w = testing::random_f32(4, 3);
-  p.k_scale = testing::random_f32(8, 4, 0.5f, 1.0f);
-  p.q = testing::random_e4m3(8 * kDqk, 5);
-  p.kv = testing::random_e4m3(8 * kDqk, 6);
+  p.iq = tools::random_e4m3(4 * 128, 1);
+  p.ik = tools::random_e4m3(8 * 128, 2);
+  p.w = tools::random_f32(4, 3);
+  p.k_scale = tools::random_f32(8, 4, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(8 * kDqk, 5);
+  p.kv = tools::random_e4m3(8 * kDqk, 6);
   p.ks = {0};
   p.ke = {8};
   p.bind(1, 8, 4, 128, 8, 64);
@@ -225,12 +225,12 @@ TEST(PrefillReference, OutOfMemoryIsAStatus) {
   // the fix it escaped: the child aborted).
   if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
   Prefill p;
-  p.iq = testing::random_e4m3(4 * 128, 1);
-  p.ik = testing::random_e4m3(8 * 128, 2);
-  p.w = testing::random_f32(4, 3);
-  p.k_scale = testing::random_f32(8, 4, 0.5f, 1.0f);
-  p.q = testing::random_e4m3(8 * kDqk, 5);
-  p.kv = testing::random_e4m3(8 * kDqk, 6);
+  p.iq = tools::random_e4m3(4 * 128, 1);
+  p.ik = tools::random_e4m3(8 * 128, 2);
+  p.w = tools::random_f32(4, 3);
+  p.k_scale = tools::random_f32(8, 4, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(8 * kDqk, 5);
+  p.kv = tools::random_e4m3(8 * kDqk, 6);
   p.ks = {0};
   p.ke = {0};
   p.bind(1, int64_t{1} << 30, 4, 128, 8, 64);
@@ -254,11 +254,11 @@ TEST(PrefillReference, BlocksOfTokensGiveTheSameResult) {
     return bytes;
   };
   Prefill p;
-  p.iq = testing::random_e4m3(kT * kH * kD, 11);
+  p.iq = tools::random_e4m3(kT * kH * kD, 11);
   p.ik = hashed_e4m3(kN * kD, 12);
-  p.w = testing::random_f32(kT * kH, 13);
-  p.k_scale = testing::random_f32(kN, 14, 0.5f, 1.0f);
-  p.q = testing::random_e4m3(kT * kHeads * kDqk, 15);
+  p.w = tools::random_f32(kT * kH, 13);
+  p.k_scale = tools::random_f32(kN, 14, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(kT * kHeads * kDqk, 15);
   p.kv = hashed_e4m3(kN * kDqk, 16);
   for (int64_t t = 0; t < kT; ++t) {
     p.ks.push_back(static_cast<int32_t>(t * 400));  // short ranges keep the reference fast

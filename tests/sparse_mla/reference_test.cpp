@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "common/memory_limit.h"
-#include "common/metrics.h"
-#include "common/random_inputs.h"
-#include "common/sampled_mla_reference.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
+#include "tools/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "sparse_mla/reference_cpu.h"
@@ -325,18 +325,18 @@ struct Case {
 
 Problem random_problem(const Case& c, uint64_t seed) {
   Problem pr;
-  pr.q = testing::random_e4m3(static_cast<size_t>(c.T * c.h * kDqk), seed, -2.0f, 2.0f);
-  pr.kv = testing::random_e4m3(static_cast<size_t>(c.N * kDqk), seed + 1, -2.0f, 2.0f);
+  pr.q = tools::random_e4m3(static_cast<size_t>(c.T * c.h * kDqk), seed, -2.0f, 2.0f);
+  pr.kv = tools::random_e4m3(static_cast<size_t>(c.N * kDqk), seed + 1, -2.0f, 2.0f);
   // Distinct keys where they fit; otherwise (topk > N) duplicates, as FlashMLA allows.
-  pr.indices = testing::random_indices(c.T, c.topk, c.N, seed + 2, 0.15, c.topk <= c.N);
+  pr.indices = tools::random_indices(c.T, c.topk, c.N, seed + 2, 0.15, c.topk <= c.N);
   if (c.lengths) {
-    testing::Random rng(seed + 3);
+    tools::Random rng(seed + 3);
     for (int64_t t = 0; t < c.T; ++t) {
       pr.topk_length.push_back(t == 0 ? c.topk : static_cast<int32_t>(rng.uniform_int(0, c.topk)));
     }
   }
   if (c.sink) {
-    pr.sink = testing::random_f32(static_cast<size_t>(c.h), seed + 4, -3.0f, 3.0f);
+    pr.sink = tools::random_f32(static_cast<size_t>(c.h), seed + 4, -3.0f, 3.0f);
     pr.sink[0] = -INFINITY;
     pr.sink[1] = INFINITY;
   }
@@ -394,11 +394,11 @@ TEST_P(SparseMlaReferenceShapes, MatchesNaiveFormula) {
   }
 
   // And the bf16 output passes the SPEC 6 check against f64 (bf16 rounding only).
-  testing::SparseMlaOutputs got;
+  tools::SparseMlaOutputs got;
   got.out = pr.out.data();
   got.lse = pr.lse.data();
   got.max_logits = pr.max_logits.data();
-  const testing::SparseMlaCheck check = testing::check_sparse_mla(got, out, lse, max_logits, c.T, c.h, kDv);
+  const tools::SparseMlaCheck check = tools::check_sparse_mla(got, out, lse, max_logits, c.T, c.h, kDv);
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_LT(check.rel_l2, 5e-3) << check.description;
 }
@@ -479,13 +479,13 @@ TEST(SparseMlaCheck, DetectsEachFailure) {
   std::vector<double> out, lse, max_logits;
   ASSERT_TRUE(reference::sparse_mla_cpu_f64(pr.params, &out, &lse, &max_logits).is_ok());
   auto check = [&](const Problem& p) {
-    testing::SparseMlaOutputs got;
+    tools::SparseMlaOutputs got;
     got.out = p.out.data();
     got.lse = p.lse.data();
     got.max_logits = p.max_logits.data();
-    return testing::check_sparse_mla(got, out, lse, max_logits, 2, kHandHeads, kDv);
+    return tools::check_sparse_mla(got, out, lse, max_logits, 2, kHandHeads, kDv);
   };
-  const testing::SparseMlaCheck good = check(pr);
+  const tools::SparseMlaCheck good = check(pr);
   EXPECT_TRUE(good.passed) << good.description;
   EXPECT_EQ(good.empty_rows, kHandHeads);
 
@@ -514,11 +514,11 @@ TEST(SampledMlaReference, ChecksTheSampledTokensOnly) {
   pr.params.out_token_stride = int64_t{c.h} * kDv + 8;
   pr.reset_outputs();
   ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
-  testing::SampledMlaReference ref;
+  tools::SampledMlaReference ref;
   ASSERT_TRUE(ref.build(pr.params, 3).is_ok());
   EXPECT_EQ(ref.sampled_tokens(), 4);  // tokens 0, 3, 6, 9
   const auto check = [&](const Problem& p) { return ref.check(p.out.data(), p.lse.data(), p.max_logits.data()); };
-  const testing::SparseMlaCheck good = check(pr);
+  const tools::SparseMlaCheck good = check(pr);
   EXPECT_TRUE(good.passed) << good.description;
   EXPECT_LT(good.rel_l2, 5e-3) << good.description;
 
@@ -536,7 +536,7 @@ TEST(SampledMlaReference, ChecksTheSampledTokensOnly) {
   bad = pr;
   for (int d = 0; d < kDv; ++d) bad.out[6 * out_token + 2 * kDv + d] = float_to_bf16(100.0f);
   EXPECT_FALSE(check(bad).passed);
-  EXPECT_FALSE(testing::SampledMlaReference().build(pr.params, 0).is_ok());
+  EXPECT_FALSE(tools::SampledMlaReference().build(pr.params, 0).is_ok());
 }
 
 }  // namespace

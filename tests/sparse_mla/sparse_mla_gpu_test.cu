@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
-#include "common/sampled_mla_reference.h"
+#include "tools/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "mla_problem.h"
@@ -52,7 +52,7 @@ void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vec
   EXPECT_TRUE(testing::all_written(*max_logits, everything, "max_logits"));
 }
 
-void print_check(const std::string& what, const testing::SparseMlaCheck& check) {
+void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
   std::printf("  [%s] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err %.2e worst err/limit %.2f\n",
               what.c_str(), check.rel_l2, check.cosine, check.max_lse_error, check.max_max_logits_error,
               check.worst_bound_ratio);
@@ -66,9 +66,9 @@ void run_case(const MlaCase& c, uint64_t seed) {
   std::vector<float> lse, max_logits;
   run_and_check_coverage(pr, &out, &lse, &max_logits);
   if (::testing::Test::HasFatalFailure()) return;
-  testing::SampledMlaReference ref;  // every token
+  tools::SampledMlaReference ref;  // every token
   FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
-  const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+  const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 1) EXPECT_GE(check.empty_rows, c.num_heads);  // the all-invalid token
   print_check(c.name() + (pr.workload.empty() ? "" : ", " + pr.workload), check);
@@ -152,7 +152,7 @@ TEST(SparseMlaFp8, TopkLengthOutsideRangeIsClamped) {
     std::vector<uint16_t> out[2];
     std::vector<float> lse[2], max_logits[2];
     for (int run = 0; run < 2; ++run) {
-      pr.d_topk_length = testing::DeviceBuffer<int32_t>(run == 0 ? outside : clamped);
+      pr.d_topk_length = tools::DeviceBuffer<int32_t>(run == 0 ? outside : clamped);
       pr.device.topk_length = pr.d_topk_length.get();
       run_and_check_coverage(pr, &out[run], &lse[run], &max_logits[run]);
       if (::testing::Test::HasFatalFailure()) return;
@@ -242,7 +242,7 @@ void run_large(const MlaCase& c, uint64_t seed, int64_t every,
                const std::vector<sparse_mla::Fp8Tuning>& tunings = {{}}) {
   MlaProblem pr;
   mla_test::make_problem(c, seed, &pr);
-  testing::SampledMlaReference ref;
+  tools::SampledMlaReference ref;
   FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, every));
   for (const sparse_mla::Fp8Tuning& tuning : tunings) {
     const std::string label = c.name() + " " + tuning_label(tuning);
@@ -252,7 +252,7 @@ void run_large(const MlaCase& c, uint64_t seed, int64_t every,
     run_and_check_coverage(pr, &out, &lse, &max_logits,
                            [&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
     if (::testing::Test::HasFatalFailure()) return;
-    const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+    const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
     if (tuning.qk_chains == sparse_mla::kDefaultQkChains) EXPECT_TRUE(check.passed) << check.description;
     print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
                 check);

@@ -118,7 +118,7 @@ TEST(SparseMlaReferenceGpu, SingleAndDuplicateKeyHandComputed) {
   pr.indices[5] = 7;                        // token 0: key 7 once
   pr.indices[pr.host.indices_stride + 0] = 7;  // token 1: key 7 twice
   pr.indices[pr.host.indices_stride + 63] = 7;
-  pr.d_indices.upload(pr.indices);
+  FP8DSA_ASSERT_STATUS_OK(pr.d_indices.upload(pr.indices));
   ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return reference::sparse_mla_gpu(pr.device); },
                                             rerun_outputs(pr)));
   const std::vector<uint16_t> out = pr.d_out.download();

@@ -185,7 +185,7 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
   std::fill(pr.indices.begin(), pr.indices.end(), -1);
   pr.indices[70] = 7;                               // token 0: key 7, in the second tile
   pr.indices[pr.host.indices_stride + 3] = 11;      // token 1: key 11, in the first tile
-  pr.d_indices.upload(pr.indices);
+  FP8DSA_ASSERT_STATUS_OK(pr.d_indices.upload(pr.indices));
   std::vector<uint16_t> out;
   std::vector<float> lse, max_logits;
   run_and_check_coverage(pr, &out, &lse, &max_logits);

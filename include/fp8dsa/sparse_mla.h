@@ -43,7 +43,8 @@ struct SparseMlaParams {
 
   const void* q = nullptr;  // [T, h, d_qk], 16-byte aligned
   DType q_dtype = DType::kE4M3;
-  int64_t q_token_stride = 0;  // >= h * q_head_stride, a multiple of 16 (16-byte rows); 0 = h * q_head_stride
+  // >= h * q_head_stride, a multiple of 16 (16-byte rows); 0 = h * q_head_stride
+  int64_t q_token_stride = 0;
   int64_t q_head_stride = 0;   // >= d_qk, a multiple of 16; 0 = d_qk
 
   const void* kv = nullptr;  // [N, d_qk], 16-byte aligned
@@ -67,7 +68,8 @@ struct SparseMlaParams {
 
   void* out = nullptr;  // [T, h, d_v] bf16, 16-byte aligned
   DType out_dtype = DType::kBF16;
-  int64_t out_token_stride = 0;  // >= h * out_head_stride, a multiple of 8 (16-byte rows); 0 = h * out_head_stride
+  // >= h * out_head_stride, a multiple of 8 (16-byte rows); 0 = h * out_head_stride
+  int64_t out_token_stride = 0;
   int64_t out_head_stride = 0;   // >= d_v, a multiple of 8; 0 = d_v
   float* lse = nullptr;          // [T, h] f32, packed
   float* max_logits = nullptr;   // [T, h] f32, packed; optional

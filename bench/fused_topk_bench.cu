@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "device_data.h"
+#include "tools/device_buffer.h"
+#include "tools/device_random.h"
+#include "tools/timing.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/topk.h"
@@ -25,7 +27,7 @@ constexpr int kTopk = 2048;
 
 // Rows whose index sets differ between two [T, k] outputs, and how many of those differ only by
 // keys that tie with the selection's lowest score (either answer is right).
-Status count_set_mismatches(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& logits,
+Status count_set_mismatches(const tools::DeviceBytes& a, const tools::DeviceBytes& b, const tools::DeviceBytes& logits,
                             int64_t num_keys, int64_t* rows_differing, int64_t* rows_tied) {
   std::vector<int32_t> ha(static_cast<size_t>(kTokens) * kTopk), hb(ha.size());
   if (cudaMemcpy(ha.data(), a.get(), ha.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
@@ -58,8 +60,8 @@ Status count_set_mismatches(const DeviceBuffer& a, const DeviceBuffer& b, const 
 }
 
 Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
-  CausalBounds bounds;
-  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  tools::CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
   std::vector<IndexerInputs> inputs;
   FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, num_heads, kHeadDim, &inputs));
   const int sets = static_cast<int>(inputs.size());
@@ -73,7 +75,7 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
   scores.ke = bounds.ke.as<int32_t>();
   scores.stream = ctx.stream;
 
-  DeviceBuffer fused_indices, unfused_indices, fused_workspace, logits, topk_workspace;
+  tools::DeviceBytes fused_indices, unfused_indices, fused_workspace, logits, topk_workspace;
   FP8DSA_RETURN_IF_ERROR(fused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
   FP8DSA_RETURN_IF_ERROR(unfused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
   FusedTopkParams fused;

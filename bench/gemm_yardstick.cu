@@ -6,7 +6,7 @@
 
 #include <cublasLt.h>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -40,7 +40,7 @@ struct LtHandles {
 
 }  // namespace
 
-Status run_fp8_gemm_yardstick(int m, int n, int k, const TimingConfig& config, size_t l2_bytes,
+Status run_fp8_gemm_yardstick(int m, int n, int k, const tools::TimingConfig& config, size_t l2_bytes,
                               cudaStream_t stream, GemmYardstick* out) {
   // cuBLASLt is column-major. Row-major D[m, n] = A[m, k] B[k, n] is column-major
   // D^T[n, m] = B^T A^T; FP8 requires the TN form (first operand transposed, both operands
@@ -48,16 +48,16 @@ Status run_fp8_gemm_yardstick(int m, int n, int k, const TimingConfig& config, s
   const size_t a_bytes = static_cast<size_t>(m) * k;
   const size_t b_bytes = static_cast<size_t>(k) * n;
   const size_t d_bytes = static_cast<size_t>(m) * n * 2;
-  const int sets = rotation_sets(a_bytes + b_bytes, l2_bytes, 4);
+  const int sets = tools::rotation_sets(a_bytes + b_bytes, l2_bytes, 4);
 
-  std::vector<DeviceBuffer> a(static_cast<size_t>(sets)), b(static_cast<size_t>(sets));
+  std::vector<tools::DeviceBytes> a(static_cast<size_t>(sets)), b(static_cast<size_t>(sets));
   for (int s = 0; s < sets; ++s) {
     FP8DSA_RETURN_IF_ERROR(a[s].allocate(a_bytes));
     FP8DSA_RETURN_IF_ERROR(b[s].allocate(b_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(a[s].get(), a_bytes, 0xA000 + s, 1.0f, stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(b[s].get(), b_bytes, 0xB000 + s, 1.0f, stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(a[s].get(), a_bytes, 0xA000 + s, 1.0f, stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(b[s].get(), b_bytes, 0xB000 + s, 1.0f, stream));
   }
-  DeviceBuffer d, workspace;
+  tools::DeviceBytes d, workspace;
   FP8DSA_RETURN_IF_ERROR(d.allocate(d_bytes));
   FP8DSA_RETURN_IF_ERROR(workspace.allocate(kGemmWorkspaceBytes));
 
@@ -95,7 +95,7 @@ Status run_fp8_gemm_yardstick(int m, int n, int k, const TimingConfig& config, s
                                         ws_bytes, stream),
                          "cublasLtMatmul (FP8 8192^3 yardstick)");
   };
-  FP8DSA_RETURN_IF_ERROR(time_launches(stream, sets, config, launch, &out->timing));
+  FP8DSA_RETURN_IF_ERROR(tools::time_launches(stream, sets, config, launch, &out->timing));
 
   out->m = m;
   out->n = n;

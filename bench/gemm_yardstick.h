@@ -8,20 +8,20 @@
 #include <cuda_runtime_api.h>
 
 #include "fp8dsa/status.h"
-#include "timing.h"
+#include "tools/timing.h"
 
 namespace fp8dsa::bench {
 
 struct GemmYardstick {
   int m = 0, n = 0, k = 0;
-  Timing timing;
+  tools::Timing timing;
   double tflops = 0.0;
   std::string algo;  // what cuBLASLt picked, for the table
 };
 
 // D[m, n] (bf16) = A[m, k] (e4m3) x B[k, n] (e4m3) in the TN layout cuBLASLt requires for FP8,
 // with random non-zero inputs.
-Status run_fp8_gemm_yardstick(int m, int n, int k, const TimingConfig& config, size_t l2_bytes,
+Status run_fp8_gemm_yardstick(int m, int n, int k, const tools::TimingConfig& config, size_t l2_bytes,
                               cudaStream_t stream, GemmYardstick* out);
 
 }  // namespace fp8dsa::bench

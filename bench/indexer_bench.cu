@@ -2,7 +2,7 @@
 // DeepSeek-V3.2 prefill shape. FLOPs count valid (token, key) pairs only: 2 * H * D each.
 #include <vector>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/indexer.h"
 #include "indexer_inputs.h"
 #include "op_benches.h"
@@ -14,12 +14,12 @@ constexpr int64_t kTokens = 4096;
 constexpr int kHeadDim = 128;
 
 Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
-  CausalBounds bounds;
-  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  tools::CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
   std::vector<IndexerInputs> inputs;
   FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, num_heads, kHeadDim, &inputs));
   const int sets = static_cast<int>(inputs.size());
-  DeviceBuffer logits;
+  tools::DeviceBytes logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
 
   IndexerParams base;

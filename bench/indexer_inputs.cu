@@ -18,7 +18,7 @@ Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t 
   const size_t k_bytes = static_cast<size_t>(num_keys) * head_dim;
   const size_t k_scale_bytes = static_cast<size_t>(num_keys) * sizeof(float);
   const size_t bytes = q_bytes + w_bytes + k_bytes + k_scale_bytes;
-  const int count = rotation_sets(bytes, ctx.l2_bytes);
+  const int count = tools::rotation_sets(bytes, ctx.l2_bytes);
   sets->clear();
   sets->resize(static_cast<size_t>(count));
   for (int s = 0; s < count; ++s) {
@@ -29,11 +29,11 @@ Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t 
     FP8DSA_RETURN_IF_ERROR(in.w.allocate(w_bytes));
     FP8DSA_RETURN_IF_ERROR(in.k.allocate(k_bytes));
     FP8DSA_RETURN_IF_ERROR(in.k_scale.allocate(k_scale_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.q.get(), q_bytes, seed + 1, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_uniform(in.w.as<float>(), w_bytes / 4, seed + 2, -1.0f, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.k.get(), k_bytes, seed + 3, 1.0f, ctx.stream));
     FP8DSA_RETURN_IF_ERROR(
-        fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
+        tools::fill_random_uniform(in.k_scale.as<float>(), k_scale_bytes / 4, seed + 4, 0.5f, 1.5f, ctx.stream));
   }
   return Status::ok();
 }

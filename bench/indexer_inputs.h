@@ -6,14 +6,16 @@
 #include <cstdint>
 #include <vector>
 
-#include "device_data.h"
+#include "tools/device_buffer.h"
+#include "tools/device_random.h"
+#include "tools/timing.h"
 #include "fp8dsa/indexer.h"
 #include "op_benches.h"
 
 namespace fp8dsa::bench {
 
 struct IndexerInputs {
-  DeviceBuffer q, w, k, k_scale;
+  tools::DeviceBytes q, w, k, k_scale;
   size_t bytes = 0;  // of the four
   // These inputs in `base` (which holds the shape and bounds).
   IndexerParams params(const IndexerParams& base) const;

@@ -11,13 +11,13 @@
 
 #include "fp8dsa/status.h"
 #include "results.h"
-#include "timing.h"
+#include "tools/timing.h"
 
 namespace fp8dsa::bench {
 
 struct BenchContext {
   bool quick = false;  // fewer shapes
-  TimingConfig timing;
+  tools::TimingConfig timing;
   size_t l2_bytes = 0;
   cudaStream_t stream = nullptr;
   uint64_t seed = 0x5EED;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/pipeline.h"
 #include "op_benches.h"
 
@@ -23,14 +23,14 @@ constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
 
 struct PrefillInputs {
-  DeviceBuffer index_q, index_w, index_k, index_k_scale, q, kv;
+  tools::DeviceBytes index_q, index_w, index_k, index_k_scale, q, kv;
 };
 
 }  // namespace
 
 Status run_pipeline_bench(const BenchContext& ctx) {
-  CausalBounds bounds;
-  FP8DSA_RETURN_IF_ERROR(upload_causal_bounds(kTokens, kCachedKeys, &bounds));
+  tools::CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, kCachedKeys, &bounds));
   const int64_t num_keys = bounds.num_keys;
 
   const size_t index_q_bytes = static_cast<size_t>(kTokens) * kIndexHeads * kIndexDim;
@@ -39,7 +39,7 @@ Status run_pipeline_bench(const BenchContext& ctx) {
   const size_t q_bytes = static_cast<size_t>(kTokens) * kHeads * kDimQk;
   const size_t kv_bytes = static_cast<size_t>(num_keys) * kDimQk;
   const size_t set_bytes = index_q_bytes + 4 * index_w_count + index_k_bytes + 4 * num_keys + q_bytes + kv_bytes;
-  const int sets = rotation_sets(set_bytes, ctx.l2_bytes, 4);
+  const int sets = tools::rotation_sets(set_bytes, ctx.l2_bytes, 4);
 
   std::vector<PrefillInputs> inputs(static_cast<size_t>(sets));
   for (int s = 0; s < sets; ++s) {
@@ -51,15 +51,15 @@ Status run_pipeline_bench(const BenchContext& ctx) {
     FP8DSA_RETURN_IF_ERROR(in.index_k_scale.allocate(4 * static_cast<size_t>(num_keys)));
     FP8DSA_RETURN_IF_ERROR(in.q.allocate(q_bytes));
     FP8DSA_RETURN_IF_ERROR(in.kv.allocate(kv_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.index_q.get(), index_q_bytes, seed + 1, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_uniform(in.index_w.as<float>(), index_w_count, seed + 2, -1.0f, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.index_k.get(), index_k_bytes, seed + 3, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.index_q.get(), index_q_bytes, seed + 1, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_uniform(in.index_w.as<float>(), index_w_count, seed + 2, -1.0f, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.index_k.get(), index_k_bytes, seed + 3, 1.0f, ctx.stream));
     FP8DSA_RETURN_IF_ERROR(
-        fill_random_uniform(in.index_k_scale.as<float>(), static_cast<size_t>(num_keys), seed + 4, 0.5f, 1.5f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.q.get(), q_bytes, seed + 5, 1.0f, ctx.stream));
-    FP8DSA_RETURN_IF_ERROR(fill_random_e4m3(in.kv.get(), kv_bytes, seed + 6, 1.0f, ctx.stream));
+        tools::fill_random_uniform(in.index_k_scale.as<float>(), static_cast<size_t>(num_keys), seed + 4, 0.5f, 1.5f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.q.get(), q_bytes, seed + 5, 1.0f, ctx.stream));
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_e4m3(in.kv.get(), kv_bytes, seed + 6, 1.0f, ctx.stream));
   }
-  DeviceBuffer out, lse, max_logits;
+  tools::DeviceBytes out, lse, max_logits;
   FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * kHeads * kDimV * 2));
   FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * kHeads * sizeof(float)));
   FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * kHeads * sizeof(float)));
@@ -88,7 +88,7 @@ Status run_pipeline_bench(const BenchContext& ctx) {
   // Unfused (logits in the workspace) and fused (candidates only), on the same inputs.
   for (bool fused : {false, true}) {
     base.fused = fused;
-    DeviceBuffer workspace;
+    tools::DeviceBytes workspace;
     FP8DSA_RETURN_IF_ERROR(workspace.allocate(prefill_workspace_bytes(base)));
     base.workspace = workspace.get();
     base.workspace_bytes = workspace.bytes();

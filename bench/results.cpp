@@ -46,8 +46,8 @@ bool record_if_refused(const Status& status, ResultRow row, Results* results) {
 
 Status time_and_record(const BenchContext& ctx, int sets, const std::function<Status(int set)>& launch,
                        ResultRow row, const std::function<void(double seconds, ResultRow& row)>& derive) {
-  Timing timing;
-  const Status status = time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
+  tools::Timing timing;
+  const Status status = tools::time_launches(ctx.stream, sets, ctx.timing, launch, &timing);
   if (!status.is_ok()) return record_if_refused(status, row, ctx.results) ? Status::ok() : status;
   row.ms = timing.median_ms;
   derive(timing.median_ms * 1e-3, row);

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/sampled_mla_reference.h"
+#include "tools/metrics.h"
+#include "tools/sampled_mla_reference.h"
 #include "core/cuda_check.h"
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
@@ -41,7 +41,7 @@ constexpr int64_t kCheckEvery = 64;  // tokens checked against the f64 reference
 // One workload at h = 128 on the device; smaller h take its first heads.
 struct MlaInputs {
   tools::MlaWorkload host;
-  DeviceBuffer q, kv, indices;
+  tools::DeviceBytes q, kv, indices;
 };
 
 template <typename T>
@@ -57,7 +57,7 @@ bool read_file(const std::string& path, std::vector<T>* v) {
   return static_cast<bool>(f);
 }
 
-void print_accuracy(const char* who, const std::string& shape, const testing::SparseMlaCheck& c) {
+void print_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
   std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
               who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,
               c.passed ? "" : "  (outside SPEC 6)");
@@ -109,7 +109,7 @@ Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double*
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
-  DeviceBuffer out, lse, max_logits;
+  tools::DeviceBytes out, lse, max_logits;
   FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * num_heads * kDimV * 2));
   FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
   FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
@@ -163,7 +163,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   ResultRow& ours = ctx.results->row(our_row);
   ours.vs_anchor = anchor_ms / ours.ms;
 
-  testing::SampledMlaReference ref;
+  tools::SampledMlaReference ref;
   FP8DSA_RETURN_IF_ERROR(ref.build(tools::mla_params(in.host, num_heads), kCheckEvery));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
   print_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));

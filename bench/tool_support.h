@@ -1,7 +1,7 @@
 // For the hand-run tuning drivers (fp8dsa_topk_timing, fp8dsa_indexer_timing,
 // fp8dsa_sparse_mla_timing; not the benchmark): they stop at the first error, with where and why.
-// Their inputs come from device_data.h and their times from time_launches (timing.h), like the
-// benchmark's.
+// Their inputs come from tools/device_random.h and their times from time_launches
+// (tools/timing.h), like the benchmark's.
 #pragma once
 
 #include <cstdio>

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/topk.h"
 #include "op_benches.h"
 #ifdef FP8DSA_BENCH_HAVE_CUB_BASELINE
@@ -23,14 +23,14 @@ struct TopkShape {
 
 Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
   const size_t logits_bytes = static_cast<size_t>(shape.rows) * shape.keys * sizeof(float);
-  const int sets = rotation_sets(logits_bytes, ctx.l2_bytes, 32);
-  std::vector<DeviceBuffer> logits(static_cast<size_t>(sets));
+  const int sets = tools::rotation_sets(logits_bytes, ctx.l2_bytes, 32);
+  std::vector<tools::DeviceBytes> logits(static_cast<size_t>(sets));
   for (int s = 0; s < sets; ++s) {
     FP8DSA_RETURN_IF_ERROR(logits[static_cast<size_t>(s)].allocate(logits_bytes));
-    FP8DSA_RETURN_IF_ERROR(fill_random_normal(logits[static_cast<size_t>(s)].as<float>(), logits_bytes / 4,
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_normal(logits[static_cast<size_t>(s)].as<float>(), logits_bytes / 4,
                                               ctx.seed + 100 + s, 1.0f, ctx.stream));
   }
-  DeviceBuffer ks, ke, indices;
+  tools::DeviceBytes ks, ke, indices;
   FP8DSA_RETURN_IF_ERROR(upload(std::vector<int32_t>(static_cast<size_t>(shape.rows), 0), &ks));
   FP8DSA_RETURN_IF_ERROR(
       upload(std::vector<int32_t>(static_cast<size_t>(shape.rows), static_cast<int32_t>(shape.keys)), &ke));
@@ -44,7 +44,7 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
   base.k = kTopk;
   base.indices = indices.as<int32_t>();
   base.stream = ctx.stream;
-  DeviceBuffer workspace;
+  tools::DeviceBytes workspace;
   FP8DSA_RETURN_IF_ERROR(workspace.allocate(topk_workspace_bytes(base)));
   base.workspace = workspace.get();
   base.workspace_bytes = workspace.bytes();
@@ -67,7 +67,7 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
 
 #ifdef FP8DSA_BENCH_HAVE_CUB_BASELINE
   const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.keys);
-  DeviceBuffer cub_workspace;
+  tools::DeviceBytes cub_workspace;
   FP8DSA_RETURN_IF_ERROR(cub_workspace.allocate(cub_sort_topk_workspace_bytes(rows, cols, kTopk)));
   ResultRow baseline;
   baseline.op = "topk";

@@ -11,9 +11,9 @@
 
 #include <cuda_runtime.h>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/topk.h"
-#include "timing.h"
+#include "tools/timing.h"
 #include "tool_support.h"
 #include "topk/launch.h"
 #include "topk_baseline.h"
@@ -38,11 +38,11 @@ struct Candidate {
 // Median milliseconds of launch(set) over rotating input sets (the benchmark's timing loop).
 template <typename Launch>
 float time_ms(int sets, Launch launch) {
-  fp8dsa::bench::TimingConfig config;
+  fp8dsa::tools::TimingConfig config;
   config.warmup = kWarmup;
   config.reps = kIters;
-  fp8dsa::bench::Timing timing;
-  FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::time_launches(
+  fp8dsa::tools::Timing timing;
+  FP8DSA_TOOL_CHECK_OK(fp8dsa::tools::time_launches(
       nullptr, sets, config,
       [&](int set) {
         launch(set);
@@ -74,7 +74,7 @@ void run_shape(const Shape& shape, bool with_baseline) {
   std::vector<float*> logits(sets);
   for (int s = 0; s < sets; ++s) {
     FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&logits[s], n * 4));
-    FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::fill_random_normal(logits[s], n, 1234 + s, 1.0f, nullptr));
+    FP8DSA_TOOL_CHECK_OK(fp8dsa::tools::fill_random_normal(logits[s], n, 1234 + s, 1.0f, nullptr));
   }
   int32_t *ks, *ke, *indices;
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ks, shape.rows * 4));

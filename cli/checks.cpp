@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "indexer/reference_cpu.h"
 #include "sparse_mla/reference_cpu.h"
 
@@ -64,8 +64,8 @@ CheckOutcome check_indexer(const HostProblem& problem, const SampledOutputs& got
                            const std::vector<double>& ref_logits) {
   const std::vector<int32_t> ks = gather_rows(problem.ks, got.tokens, 1);
   const std::vector<int32_t> ke = gather_rows(problem.ke, got.tokens, 1);
-  const testing::IndexerCheck c =
-      testing::check_indexer_logits(got.logits.data(), problem.num_keys, ref_logits.data(),
+  const tools::IndexerCheck c =
+      tools::check_indexer_logits(got.logits.data(), problem.num_keys, ref_logits.data(),
                                     static_cast<int64_t>(got.tokens.size()), problem.num_keys, ks.data(), ke.data());
   const double rel = c.max_abs_ref > 0 ? c.max_abs_error / c.max_abs_ref : 0.0;
   return outcome(c.passed, got.tokens.size(), format_g("diff", c.diff) + ", " + format_g("max err/max", rel),
@@ -78,11 +78,11 @@ CheckOutcome check_topk(const HostProblem& problem, const SampledOutputs& got) {
   const std::vector<double> scores(got.logits.begin(), got.logits.end());
   const std::vector<int32_t> ks = gather_rows(problem.ks, got.tokens, 1);
   const std::vector<int32_t> ke = gather_rows(problem.ke, got.tokens, 1);
-  testing::TopkCheckOptions options;
+  tools::TopkCheckOptions options;
   options.padding_at_end = false;  // SPEC 2 leaves the slot order free
   const int k = problem.options.topk;
-  const testing::TopkCheck c =
-      testing::check_topk(got.indices.data(), k, k, scores.data(), problem.num_keys,
+  const tools::TopkCheck c =
+      tools::check_topk(got.indices.data(), k, k, scores.data(), problem.num_keys,
                           static_cast<int64_t>(got.tokens.size()), problem.num_keys, ks.data(), ke.data(), options);
   return outcome(c.passed, got.tokens.size(), std::to_string(c.bad_rows) + " bad rows", c.description);
 }
@@ -98,11 +98,11 @@ CheckOutcome check_attention(const HostProblem& problem, const SampledOutputs& g
   std::vector<double> out, lse, max_logits;
   const Status status = reference::sparse_mla_cpu_f64(params, &out, &lse, &max_logits);
   if (!status.is_ok()) return outcome(false, got.tokens.size(), "reference failed", status.to_string());
-  testing::SparseMlaOutputs view;
+  tools::SparseMlaOutputs view;
   view.out = got.out.data();
   view.lse = got.lse.data();
   view.max_logits = got.max_logits.empty() ? nullptr : got.max_logits.data();
-  const testing::SparseMlaCheck c = testing::check_sparse_mla(
+  const tools::SparseMlaCheck c = tools::check_sparse_mla(
       view, out, lse, max_logits, static_cast<int64_t>(got.tokens.size()), problem.options.heads, kDimV);
   return outcome(c.passed, got.tokens.size(),
                  format_g("rel L2", c.rel_l2) + ", " + format_fixed("cos", c.cosine) + ", " +

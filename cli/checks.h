@@ -1,5 +1,5 @@
 // The CLI's accuracy checks: a sample of tokens recomputed by the f64 CPU references and judged by
-// the SPEC 6 metrics (tests/common/metrics.h, the same functions the tests use).
+// the SPEC 6 metrics (tools/metrics.h, the same functions the tests use).
 #pragma once
 
 #include <cstdint>

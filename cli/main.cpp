@@ -1,8 +1,11 @@
 // fp8dsa: the command-line front end. `fp8dsa run` runs the whole DeepSeek-V3.2 prefill on synthetic
 // data (on the GPU when there is one, else the CPU references on a smaller shape) and checks it.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "core/cuda_check.h"
@@ -12,8 +15,9 @@ namespace {
 
 using fp8dsa::cli::RunOptions;
 
-void print_main_help() {
-  std::printf(
+// To stdout when asked for (--help), to stderr when the command line was wrong.
+void print_main_help(std::FILE* to) {
+  std::fprintf(to,
       "usage: fp8dsa <command> [flags]\n"
       "\n"
       "fp8dsa: FP8 DeepSeek-V3.2 sparse-attention prefill for Hopper (indexer -> top-k -> sparse MLA).\n"
@@ -50,8 +54,13 @@ void print_run_help() {
       "  --cpu             use the CPU references even when a GPU is present\n"
       "  --help            this text\n"
       "\n"
+      "Results go to stdout, diagnostics to stderr. Before allocating anything the run checks the\n"
+      "flags against the library's rules and its estimate of the memory it needs against what the\n"
+      "machine has.\n"
+      "\n"
       "Exit status: 0 when every check passed (a stage that is not implemented yet is reported, not\n"
-      "failed), 1 when a check or a call failed, 2 on a bad flag.\n");
+      "failed), 1 when a check or a call failed, 2 on a bad flag or a run that cannot go ahead (a\n"
+      "shape the library rejects, not enough host or GPU memory).\n");
 }
 
 bool parse_int64(const std::string& text, long long min, long long max, long long* out) {
@@ -125,7 +134,7 @@ int parse_run_flags(int argc, char** argv, int first, RunOptions* o) {
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
-    print_main_help();
+    print_main_help(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   if (std::strcmp(argv[1], "run") != 0) {
@@ -135,11 +144,24 @@ int main(int argc, char** argv) {
   RunOptions options;
   if (const int rc = parse_run_flags(argc, argv, 2, &options); rc != 0) return rc == 1 ? 0 : 2;
 
+  bool gpu = false;
   if (!options.force_cpu) {
     const fp8dsa::Status device = fp8dsa::check_device();
-    if (device.is_ok()) return fp8dsa::cli::run_on_gpu(options);
-    std::printf("fp8dsa run: no usable GPU (%s); running the CPU references on a smaller shape instead.\n",
-                device.to_string().c_str());
+    gpu = device.is_ok();
+    if (!gpu) {
+      std::fprintf(stderr, "fp8dsa run: no usable GPU (%s); running the CPU references on a smaller shape instead.\n",
+                   device.to_string().c_str());
+    }
   }
-  return fp8dsa::cli::run_on_cpu(options);
+  // The runs check the shape and the memory they need before allocating (exit 2); this is the last
+  // line of defence for an estimate that fell short, so that the command never aborts.
+  try {
+    return gpu ? fp8dsa::cli::run_on_gpu(options) : fp8dsa::cli::run_on_cpu(options);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "\nfp8dsa run: out of host memory; use smaller --tokens / --cached\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nfp8dsa run: %s\n", e.what());
+    return 1;
+  }
 }

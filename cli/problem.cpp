@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "core/parallel_for.h"
 #include "fp8dsa/pipeline.h"
 
@@ -22,7 +22,7 @@ std::vector<uint8_t> random_e4m3_parallel(size_t n, uint64_t seed) {
   parallel_for(0, chunks, [&](int64_t c) {
     const size_t begin = static_cast<size_t>(c) * kChunkElements;
     const size_t count = std::min(kChunkElements, n - begin);
-    const std::vector<uint8_t> part = testing::random_e4m3(count, seed * 1000003 + static_cast<uint64_t>(c));
+    const std::vector<uint8_t> part = tools::random_e4m3(count, seed * 1000003 + static_cast<uint64_t>(c));
     std::copy(part.begin(), part.end(), out.begin() + static_cast<std::ptrdiff_t>(begin));
   });
   return out;
@@ -55,9 +55,9 @@ Status make_problem(const RunOptions& o, HostProblem* p) {
   const size_t t = static_cast<size_t>(p->num_tokens), n = static_cast<size_t>(p->num_keys);
   const size_t hi = static_cast<size_t>(o.index_heads), h = static_cast<size_t>(o.heads);
   p->index_q = random_e4m3_parallel(t * hi * kIndexDim, o.seed + 1);
-  p->index_w = testing::random_f32(t * hi, o.seed + 2, -1.0f, 1.0f);
+  p->index_w = tools::random_f32(t * hi, o.seed + 2, -1.0f, 1.0f);
   p->index_k = random_e4m3_parallel(n * kIndexDim, o.seed + 3);
-  p->index_k_scale = testing::random_f32(n, o.seed + 4, 0.5f, 1.5f);
+  p->index_k_scale = tools::random_f32(n, o.seed + 4, 0.5f, 1.5f);
   p->q = random_e4m3_parallel(t * h * kDimQk, o.seed + 5);
   p->kv = random_e4m3_parallel(n * kDimQk, o.seed + 6);
   return Status::ok();
@@ -92,15 +92,29 @@ SparseMlaParams HostProblem::attention_params() const {
   return p;
 }
 
-Status validate_problem(const HostProblem& problem) {
-  // Stand-in outputs: validate() checks that they are set but never touches them.
+Status validate_options(const RunOptions& o) {
+  // Stand-ins for every array: validate() checks that they are set and aligned but never reads them.
   alignas(256) static unsigned char stand_in[256];
   PrefillParams params;
-  params.indexer = problem.indexer_params();
-  params.attention = problem.attention_params();
-  params.attention.out = stand_in;
-  params.attention.lse = reinterpret_cast<float*>(stand_in);
-  params.topk = problem.options.topk;
+  IndexerParams& ix = params.indexer;
+  ix.num_tokens = o.tokens;
+  ix.num_keys = o.tokens + o.cached;
+  ix.num_heads = o.index_heads;
+  ix.head_dim = kIndexDim;
+  ix.q = ix.k = stand_in;
+  ix.w = ix.k_scale = reinterpret_cast<const float*>(stand_in);
+  ix.ks = ix.ke = reinterpret_cast<const int32_t*>(stand_in);
+  SparseMlaParams& at = params.attention;
+  at.num_tokens = ix.num_tokens;
+  at.num_kv = ix.num_keys;
+  at.num_heads = o.heads;
+  at.d_qk = kDimQk;
+  at.d_v = kDimV;
+  at.q = at.kv = stand_in;
+  at.out = stand_in;
+  at.lse = reinterpret_cast<float*>(stand_in);
+  at.sm_scale = 1.0f / std::sqrt(192.0f);
+  params.topk = o.topk;
   return validate(params);
 }
 

@@ -55,9 +55,9 @@ struct HostProblem {
 
 Status make_problem(const RunOptions& options, HostProblem* problem);
 
-// validate(PrefillParams) on the problem: a bad flag value (heads, topk, ...) is reported before
-// anything runs.
-Status validate_problem(const HostProblem& problem);
+// validate(PrefillParams) on the shape the options describe, with stand-in pointers: a bad flag
+// value (heads, topk, ...) is reported before anything is allocated.
+Status validate_options(const RunOptions& options);
 
 // Prints the shape both paths start with; `where` names the device or "CPU references".
 void print_problem(const HostProblem& problem, const char* where);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fp8dsa/pipeline.h"
+#include "resources.h"
 #include "run.h"
 #include "stage_table.h"
 
@@ -25,6 +26,15 @@ void progress(const char* what) {
 
 void done(double ms) { std::printf(" %.0f ms\n", ms); }
 
+// Ends any open progress line on stdout, reports on stderr; `code`: 1 for a failed call, 2 for a
+// run that cannot go ahead.
+int fail(const char* what, const Status& status, int code = 1) {
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "fp8dsa run: %s: %s\n", what, status.to_string().c_str());
+  return code;
+}
+
 // Copies rows of a [T, row] array for the sampled tokens.
 template <typename T>
 void take_rows(const std::vector<T>& all, const std::vector<int64_t>& tokens, size_t row, std::vector<T>* out) {
@@ -39,19 +49,13 @@ void take_rows(const std::vector<T>& all, const std::vector<int64_t>& tokens, si
 
 int run_on_cpu(const RunOptions& requested) {
   const RunOptions o = with_defaults(requested, /*gpu=*/false);
+  if (const int rc = check_runnable(o, /*gpu=*/false); rc != 0) return rc;
   HostProblem problem;
   progress("generating random inputs");
   const Clock::time_point gen_start = Clock::now();
-  if (const Status s = make_problem(o, &problem); !s.is_ok()) {
-    std::printf("\nfp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
+  if (const Status s = make_problem(o, &problem); !s.is_ok()) return fail("inputs", s, 2);
   done(ms_since(gen_start));
   print_problem(problem, "CPU references");
-  if (const Status s = validate_problem(problem); !s.is_ok()) {
-    std::printf("fp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
 
   const int64_t T = problem.num_tokens, N = problem.num_keys;
   const int h = o.heads, k = o.topk;
@@ -65,10 +69,7 @@ int run_on_cpu(const RunOptions& requested) {
   indexer.ldl = ldl;
   progress("[1/4] indexer (reference::indexer_logits_cpu)");
   Clock::time_point start = Clock::now();
-  if (const Status s = reference::indexer_logits_cpu(indexer); !s.is_ok()) {
-    std::printf("\nfp8dsa run: indexer: %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (const Status s = reference::indexer_logits_cpu(indexer); !s.is_ok()) return fail("indexer", s);
   rows.push_back({"indexer", "CPU reference (f64)", ms_since(start),
                   2.0 * o.index_heads * kIndexDim * static_cast<double>(problem.valid_pairs), {}, ""});
   done(rows.back().ms);
@@ -86,10 +87,7 @@ int run_on_cpu(const RunOptions& requested) {
   topk.indices = indices.data();
   progress("[2/4] top-k (reference::topk_cpu)");
   start = Clock::now();
-  if (const Status s = reference::topk_cpu(topk); !s.is_ok()) {
-    std::printf("\nfp8dsa run: top-k: %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (const Status s = reference::topk_cpu(topk); !s.is_ok()) return fail("top-k", s);
   rows.push_back({"topk", "CPU reference", ms_since(start), NAN, {}, ""});
   done(rows.back().ms);
 
@@ -105,10 +103,7 @@ int run_on_cpu(const RunOptions& requested) {
   attention.max_logits = max_logits.data();
   progress("[3/4] sparse MLA (reference::sparse_mla_cpu)");
   start = Clock::now();
-  if (const Status s = reference::sparse_mla_cpu(attention); !s.is_ok()) {
-    std::printf("\nfp8dsa run: sparse MLA: %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (const Status s = reference::sparse_mla_cpu(attention); !s.is_ok()) return fail("sparse MLA", s);
   const double mla_flops = 2.0 * h * (kDimQk + kDimV) * static_cast<double>(valid_selected);
   rows.push_back({"sparse_mla", "CPU reference (f64)", ms_since(start), mla_flops, {}, ""});
   done(rows.back().ms);
@@ -125,10 +120,7 @@ int run_on_cpu(const RunOptions& requested) {
   prefill.topk = k;
   progress("[4/4] whole prefill (reference::prefill_cpu)");
   start = Clock::now();
-  if (const Status s = reference::prefill_cpu(prefill); !s.is_ok()) {
-    std::printf("\nfp8dsa run: prefill: %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (const Status s = reference::prefill_cpu(prefill); !s.is_ok()) return fail("prefill", s);
   StageRow chain{"prefill (chain)", "reference::prefill_cpu", ms_since(start), rows[0].flops + mla_flops, {}, ""};
   done(chain.ms);
   const bool same = std::memcmp(chain_out.data(), out.data(), out.size() * sizeof(uint16_t)) == 0 &&
@@ -153,8 +145,7 @@ int run_on_cpu(const RunOptions& requested) {
     take_rows(max_logits, got.tokens, static_cast<size_t>(h), &got.max_logits);
     std::vector<double> ref_logits;
     if (const Status s = reference_logits(problem, got.tokens, &ref_logits); !s.is_ok()) {
-      std::printf("\nfp8dsa run: reference logits: %s\n", s.to_string().c_str());
-      return 1;
+      return fail("reference logits", s);
     }
     rows[0].check = check_indexer(problem, got, ref_logits);
     rows[1].check = check_topk(problem, got);

@@ -10,65 +10,32 @@
 
 #include "core/cuda_check.h"
 #include "fp8dsa/pipeline.h"
+#include "resources.h"
 #include "run.h"
 #include "stage_table.h"
+#include "tools/device_buffer.h"
+#include "tools/timing.h"
 
 namespace fp8dsa::cli {
 namespace {
 
 constexpr int kTimedRuns = 3;
 
-// One cudaMalloc allocation (at least 256 bytes, so an empty tensor still has an address).
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  ~DeviceArray() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
+using tools::DeviceBytes;
 
-  Status allocate(size_t bytes) {
-    bytes_ = bytes;
-    return cuda_status(cudaMalloc(&ptr_, std::max<size_t>(bytes, 256)), "cudaMalloc");
-  }
-  template <typename T>
-  Status upload(const std::vector<T>& host) {
-    FP8DSA_RETURN_IF_ERROR(allocate(host.size() * sizeof(T)));
-    return cuda_status(cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  void* get() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-// Owns a stream and a pair of events.
-struct StreamAndEvents {
+// Owns the stream the run uses.
+struct OwnedStream {
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~StreamAndEvents() {
-    if (stop) cudaEventDestroy(stop);
-    if (start) cudaEventDestroy(start);
+  ~OwnedStream() {
     if (stream) cudaStreamDestroy(stream);
   }
-  Status create() {
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
-    return cuda_status(cudaEventCreate(&stop), "cudaEventCreate");
-  }
+  Status create() { return cuda_status(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"); }
 };
 
 // Runs `fast` once (its output is what the checks see); if the fast kernel is not implemented yet,
 // switches to `fallback` and relabels the row. Then times kTimedRuns more runs (median).
 Status run_stage(const std::function<Status()>& fast, const std::function<Status()>& fallback,
-                 StreamAndEvents& s, StageRow* row) {
+                 const OwnedStream& s, StageRow* row) {
   const std::function<Status()>* launch = &fast;
   Status first = fast();
   if (first.code() == StatusCode::kNotImplemented && fallback) {
@@ -79,18 +46,12 @@ Status run_stage(const std::function<Status()>& fast, const std::function<Status
   }
   FP8DSA_RETURN_IF_ERROR(first);
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s.stream));
-  std::vector<float> ms;
-  for (int i = 0; i < kTimedRuns; ++i) {
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaEventRecord(s.start, s.stream));
-    FP8DSA_RETURN_IF_ERROR((*launch)());
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaEventRecord(s.stop, s.stream));
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(s.stop));
-    float elapsed = 0.0f;
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&elapsed, s.start, s.stop));
-    ms.push_back(elapsed);
-  }
-  std::sort(ms.begin(), ms.end());
-  row->ms = ms[ms.size() / 2];
+  tools::TimingConfig config;
+  config.warmup = 0;  // the first run above warmed up
+  config.reps = kTimedRuns;
+  tools::Timing timing;
+  FP8DSA_RETURN_IF_ERROR(tools::time_launches(s.stream, 1, config, [&](int) { return (*launch)(); }, &timing));
+  row->ms = timing.median_ms;
   return Status::ok();
 }
 
@@ -107,17 +68,17 @@ Status download_rows(const T* device, int64_t ld, size_t row_elems, const std::v
 }
 
 struct DeviceProblem {
-  DeviceArray index_q, index_w, index_k, index_k_scale, ks, ke, q, kv;
+  DeviceBytes index_q, index_w, index_k, index_k_scale, ks, ke, q, kv;
 
   Status upload(const HostProblem& p) {
-    FP8DSA_RETURN_IF_ERROR(index_q.upload(p.index_q));
-    FP8DSA_RETURN_IF_ERROR(index_w.upload(p.index_w));
-    FP8DSA_RETURN_IF_ERROR(index_k.upload(p.index_k));
-    FP8DSA_RETURN_IF_ERROR(index_k_scale.upload(p.index_k_scale));
-    FP8DSA_RETURN_IF_ERROR(ks.upload(p.ks));
-    FP8DSA_RETURN_IF_ERROR(ke.upload(p.ke));
-    FP8DSA_RETURN_IF_ERROR(q.upload(p.q));
-    return kv.upload(p.kv);
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.index_q, &index_q));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.index_w, &index_w));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.index_k, &index_k));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.index_k_scale, &index_k_scale));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.ks, &ks));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.ke, &ke));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(p.q, &q));
+    return tools::upload(p.kv, &kv);
   }
   // The host problem's parameters re-pointed at the device copies.
   IndexerParams indexer_params(const HostProblem& p) const {
@@ -140,7 +101,7 @@ struct DeviceProblem {
 
 // Attention outputs on the device.
 struct AttentionOutputs {
-  DeviceArray out, lse, max_logits;
+  DeviceBytes out, lse, max_logits;
   Status allocate(int64_t tokens, int heads) {
     FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(tokens) * heads * kDimV * sizeof(uint16_t)));
     FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(tokens) * heads * sizeof(float)));
@@ -159,15 +120,20 @@ struct AttentionOutputs {
   }
 };
 
-int fail(const char* what, const Status& status) {
-  std::printf("\nfp8dsa run: %s: %s\n", what, status.to_string().c_str());
-  return 1;
+// Ends any open progress line on stdout, reports on stderr; `code`: 1 for a failed call, 2 for a
+// run that cannot go ahead.
+int fail(const char* what, const Status& status, int code = 1) {
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "fp8dsa run: %s: %s\n", what, status.to_string().c_str());
+  return code;
 }
 
 }  // namespace
 
 int run_on_gpu(const RunOptions& requested) {
   const RunOptions o = with_defaults(requested, /*gpu=*/true);
+  if (const int rc = check_runnable(o, /*gpu=*/true); rc != 0) return rc;
   int dev = 0;
   cudaDeviceProp prop{};
   if (const Status s = cuda_status(cudaGetDevice(&dev), "cudaGetDevice"); !s.is_ok()) return fail("device", s);
@@ -178,20 +144,13 @@ int run_on_gpu(const RunOptions& requested) {
   std::printf("  generating random inputs ...");
   std::fflush(stdout);
   HostProblem problem;
-  if (const Status s = make_problem(o, &problem); !s.is_ok()) {
-    std::printf("\nfp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
+  if (const Status s = make_problem(o, &problem); !s.is_ok()) return fail("inputs", s, 2);
   std::printf(" done\n");
   print_problem(problem, prop.name);
-  if (const Status s = validate_problem(problem); !s.is_ok()) {
-    std::printf("fp8dsa run: %s\n", s.to_string().c_str());
-    return 2;
-  }
 
   const int64_t T = problem.num_tokens, N = problem.num_keys;
   const int h = o.heads, k = o.topk;
-  StreamAndEvents se;
+  OwnedStream se;
   DeviceProblem dp;
   if (const Status s = se.create(); !s.is_ok()) return fail("stream", s);
   if (const Status s = dp.upload(problem); !s.is_ok()) return fail("upload", s);
@@ -199,7 +158,7 @@ int run_on_gpu(const RunOptions& requested) {
   std::vector<StageRow> rows;
   // Stage 1: indexer logits, rows padded to 16 bytes like the pipeline's workspace.
   const int64_t ldl = (N + 3) / 4 * 4;
-  DeviceArray logits;
+  DeviceBytes logits;
   if (const Status s = logits.allocate(static_cast<size_t>(T) * ldl * sizeof(float)); !s.is_ok()) {
     return fail("logits", s);
   }
@@ -220,7 +179,7 @@ int run_on_gpu(const RunOptions& requested) {
   rows.push_back(indexer_row);
 
   // Stage 2: top-k.
-  DeviceArray indices, topk_workspace;
+  DeviceBytes indices, topk_workspace;
   TopkParams tp;
   tp.num_rows = T;
   tp.num_keys = N;
@@ -283,7 +242,7 @@ int run_on_gpu(const RunOptions& requested) {
   chain_out.point(&pp.attention);
   pp.topk = k;
   pp.stream = se.stream;
-  DeviceArray workspace;
+  DeviceBytes workspace;
   if (const Status s = workspace.allocate(prefill_workspace_bytes(pp)); !s.is_ok()) return fail("workspace", s);
   pp.workspace = workspace.get();
   pp.workspace_bytes = workspace.bytes();

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One command for the GPU machine: build everything (Release, ptxas report on), run the GPU and CPU
-# tests, `fp8dsa run`, count the FP8 tensor-core instructions in each kernel's SASS, look for
-# register spills, run the benchmark, and print a summary. Arguments go to the benchmark
+# tests, `fp8dsa run`, compute-sanitizer memcheck on a small case of every kernel and racecheck on
+# the sparse MLA and top-k kernels, count the FP8 tensor-core instructions in each kernel's SASS,
+# look for register spills, run the benchmark, and print a summary. Arguments go to the benchmark
 # (e.g. scripts/gpu_check.sh --quick --ops=sparse_mla). Logs go to build/gpu_check/; when $OUT is
 # set (the device tool, which brings back at most 8 files) they are also packed into
 # $OUT/gpu_check_logs.tgz beside $OUT/summary.txt and $OUT/results.csv. The benchmark's CSV rows go
 # to <logs>/results.csv, seeded with bench/results.csv, so that file is the repository's CSV plus
 # this run. Every step has a time limit; the whole run
-# stays within about 8 minutes.
+# stays within about 9 minutes (GPU_CHECK_BUDGET_S, default 560; a step that no longer fits is
+# skipped and reported as such). GPU_CHECK_SANITIZE=0 skips the two compute-sanitizer steps.
 # GPU_CHECK_PREBUILT=1 skips configure and build and runs what BUILD_DIR already holds (binaries
 # built on another machine; scripts/pack_prebuilt.sh lays such a folder out).
 set -uo pipefail
@@ -16,7 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${BUILD_DIR:-build}
 logs=$build/gpu_check
 mkdir -p "$logs"
-budget_s=${GPU_CHECK_BUDGET_S:-480}
+budget_s=${GPU_CHECK_BUDGET_S:-560}
 start_s=$SECONDS
 jobs=$(nproc)
 
@@ -69,6 +71,29 @@ if [[ -x $build/fp8dsa_cpu_tests ]]; then
 fi
 if [[ -x $build/fp8dsa ]]; then
   step fp8dsa_run 120 "$build/fp8dsa" run
+fi
+
+# compute-sanitizer on small cases. memcheck: every kernel at least once (the wgmma test GEMMs, both
+# indexer scorers at D = 128 and 64 with fill_masked, every top-k path, sparse MLA at h = 8, 16, 32,
+# 64 and an empty cache, the three GPU reference kernels, the whole prefill). racecheck (slow: shared
+# memory hazards): the sparse MLA kernel at h = 64 / 128 and the top-k paths.
+memcheck_filter='WgmmaE4m3Gemm.*:IndexerFastGpu.CausalWithCachePrefix:IndexerFastGpu.HeadDim64EveryHeadCount'
+memcheck_filter+=':IndexerReferenceGpu.CausalAndFillMasked:TopkGpuSmall.EveryPathSmallRows'
+memcheck_filter+=':TopkReferenceGpu.PageTableTransform:SparseMlaFp8.SpecShapesH64:SparseMlaFp8.SmallHeadCounts'
+memcheck_filter+=':SparseMlaFp8.EmptyCacheAndZeroTokens:SparseMlaReferenceGpu.SingleAndDuplicateKeyHandComputed'
+memcheck_filter+=':PrefillGpu.MatchesCpuReferencesStageByStage'
+racecheck_filter='SparseMlaFp8.SingleKeyHandComputed:SparseMlaFp8.EmptyCacheAndZeroTokens'
+racecheck_filter+=':SparseMlaFp8.TopkLengthOutsideRangeIsClamped:TopkGpuSmall.EveryPathSmallRows'
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ ${GPU_CHECK_SANITIZE:-1} != 0 && -x $build/fp8dsa_gpu_tests ]]; then
+  if [[ -x $sanitizer ]]; then
+    step memcheck 180 "$sanitizer" --tool memcheck --error-exitcode 1 "$build/fp8dsa_gpu_tests" \
+      --gtest_filter="$memcheck_filter"
+    step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$build/fp8dsa_gpu_tests" \
+      --gtest_filter="$racecheck_filter"
+  else
+    echo "== compute-sanitizer not found: memcheck and racecheck not run"
+  fi
 fi
 
 # FP8 (QGMMA) and BF16/F16 (HGMMA) warpgroup MMA instructions per kernel of each stage library.
@@ -125,6 +150,12 @@ grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/gpu_tests.log" 2>/dev/null | sort -u |
 echo "cpu tests          $(gtest_counts cpu_tests)"
 grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/cpu_tests.log" 2>/dev/null | sort -u | head -20 | sed 's/^/                   /'
 echo "fp8dsa run         rc $(rc_of fp8dsa_run)"
+for tool in memcheck racecheck; do
+  # compute-sanitizer's own verdict: "ERROR SUMMARY: n errors" / "RACECHECK SUMMARY: n hazards ...".
+  verdict=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$logs/$tool.log" 2>/dev/null | tail -1 | sed 's/^=* *//')
+  printf '%-18s %s%s\n' "$tool" "$(gtest_counts $tool)" "${verdict:+; $verdict}"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/$tool.log" 2>/dev/null | sort -u | head -10 | sed 's/^/                   /'
+done
 if [[ -f $logs/fp8dsa_run.log ]]; then
   sed -n '/^stage /,$p' "$logs/fp8dsa_run.log" | sed 's/^/  /'
 fi
@@ -158,7 +189,7 @@ if [[ -n ${OUT:-} ]]; then
 fi
 
 status=0
-for s in build gpu_tests cpu_tests fp8dsa_run bench; do
+for s in build gpu_tests cpu_tests fp8dsa_run memcheck racecheck bench; do
   r=$(rc_of $s)
   [[ $r == "not run" || $r == 0 ]] || status=1
 done

@@ -37,8 +37,10 @@ struct FusedTopkParams {
 
 Status validate(const FusedTopkParams& params);
 
-// Workspace for these params on the current device (the key split count depends on its SM
-// count); 0 without a device. Saturates at SIZE_MAX for shapes that do not fit.
+// Workspace for these params on the current device (the key split count depends on its SM count;
+// without a device, the size for one split). Checks the shape (sizes, num_heads, k); pointers are
+// not needed. The size_t form returns SIZE_MAX where the Status form fails.
+Status fused_topk_workspace_bytes(const FusedTopkParams& params, size_t* bytes);
 size_t fused_topk_workspace_bytes(const FusedTopkParams& params);
 
 // GPU fused score + top-k. No allocation, no host synchronisation: CUDA-graph capturable.
@@ -46,7 +48,7 @@ Status fused_topk(const FusedTopkParams& params);
 
 namespace reference {
 // indexer_logits_cpu then topk_cpu, a block of rows at a time (host memory O(rows * N), not
-// O(T * N)). Host pointers; the workspace is not used.
+// O(T * N)). Host pointers; the workspace is not used. OutOfMemory when the host runs out.
 Status fused_topk_cpu(const FusedTopkParams& params);
 }  // namespace reference
 

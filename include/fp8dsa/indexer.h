@@ -3,7 +3,13 @@
 //   logits[t, s] = k_scale[s] * sum_h w[t, h] * relu(dot(q[t, h, :], k[s, :]))   for ks[t] <= s < ke[t]
 //
 // Every pointer is a device pointer for the GPU entry points and a host pointer for the CPU
-// reference. Strides are in elements; a stride of 0 means "packed" (see resolved()).
+// reference. Strides are in elements; a stride of 0 means "packed" (see resolved()). Row starts
+// must be 16-byte aligned (TMA and vector loads / stores): e4m3 strides a multiple of 16, the f32
+// logits stride a multiple of 4.
+//
+// validate() checks every field but reads no tensor. Data values are the caller's: NaN in q, k, w
+// or k_scale is not detected and makes the logits it reaches unspecified (NaN in the CPU
+// reference, NaN or a finite value on the GPU); ks / ke may hold any value (clamped, see below).
 #pragma once
 
 #include <cstdint>
@@ -30,24 +36,26 @@ struct IndexerParams {
   int num_heads = 64;      // H in {4, 8, 16, 32, 64}
   int head_dim = 128;      // D in {64, 128}
 
-  const void* q = nullptr;  // [T, H, D]; heads packed (head stride D), token stride q_token_stride
+  const void* q = nullptr;  // [T, H, D], 16-byte aligned; heads packed (head stride D)
   DType q_dtype = DType::kE4M3;
-  int64_t q_token_stride = 0;  // >= H * D; 0 = H * D
+  int64_t q_token_stride = 0;  // >= H * D, a multiple of 16; 0 = H * D
 
   const float* w = nullptr;  // [T, H] f32; query scale and softmax scale folded in; may be negative
   int64_t w_token_stride = 0;  // >= H; 0 = H
 
-  const void* k = nullptr;  // [N, D]
+  const void* k = nullptr;  // [N, D], 16-byte aligned
   DType k_dtype = DType::kE4M3;
-  int64_t k_row_stride = 0;  // >= D; 0 = D
+  int64_t k_row_stride = 0;  // >= D, a multiple of 16; 0 = D
 
   const float* k_scale = nullptr;  // [N] f32 per-key dequant scale
 
   const int32_t* ks = nullptr;  // [T] first key row token t scores (inclusive)
   const int32_t* ke = nullptr;  // [T] end of the range (exclusive); bounds are clamped to [0, N]
 
-  float* logits = nullptr;   // [T, ldl] f32
-  int64_t ldl = 0;           // >= N; 0 = N
+  float* logits = nullptr;   // [T, ldl] f32, 16-byte aligned
+  // >= N, a multiple of 4 (16-byte rows); 0 = N (packed), which therefore needs N % 4 == 0: for
+  // other N pass N rounded up to a multiple of 4.
+  int64_t ldl = 0;
   bool fill_masked = false;  // write -inf to cells outside [ks, ke); otherwise they are untouched
 
   IndexerKernel kernel = IndexerKernel::kAuto;
@@ -82,6 +90,7 @@ Status build_causal_bounds(std::span<const SequenceLayout> sequences, int32_t* k
 
 namespace reference {
 // The spec in code: f64 accumulation over the exact e4m3 values, multi-threaded. Host pointers.
+// Dequantises a tile of k and one token's q at a time (never a copy of the whole input).
 Status indexer_logits_cpu(const IndexerParams& params);
 // Plain CUDA-core kernel, f32 accumulation. Device pointers; asynchronous on params.stream.
 Status indexer_logits_gpu(const IndexerParams& params);

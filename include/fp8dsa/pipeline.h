@@ -18,8 +18,10 @@ struct PrefillParams {
   // workspace (or nowhere, with the fused path).
   IndexerParams indexer;
   // Attention inputs and outputs. attention.indices / indices_stride / topk are ignored: the
-  // selected rows live in the workspace, topk below sets the count. attention.num_tokens and
-  // num_kv must equal indexer.num_tokens and num_keys (the two stages share one key space).
+  // selected rows live in the workspace, topk below sets the count. attention.topk_length must be
+  // null (rejected otherwise): each token attends over the min(topk, ke - ks) keys its top-k
+  // selected. attention.num_tokens and num_kv must equal indexer.num_tokens and num_keys (the two
+  // stages share one key space).
   SparseMlaParams attention;
   int topk = 2048;      // k of the selection and topk of the attention; a multiple of 64, <= 2048
   bool fused = false;   // score + top-k in one pass (no [T, N] logits buffer)
@@ -30,11 +32,19 @@ struct PrefillParams {
 };
 
 Status validate(const PrefillParams& params);
+
+// The workspace prefill() needs: depends on indexer.num_tokens, indexer.num_keys, topk and fused
+// only (not on pointers). Rejects (InvalidArgument) a topk or size that validate() would reject,
+// and a workspace that does not fit in size_t; *bytes is written only on success.
+Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes);
+// The same as a number: SIZE_MAX (no workspace suffices) where the form above fails.
 size_t prefill_workspace_bytes(const PrefillParams& params);
+
 Status prefill(const PrefillParams& params);
 
 namespace reference {
-// The three CPU references in sequence (host pointers; allocates its own logits and indices).
+// The three CPU references in sequence (host pointers). Allocates its own indices [T, topk] and
+// logits for a block of tokens at a time; OutOfMemory where the host has not that much.
 Status prefill_cpu(const PrefillParams& params);
 }  // namespace reference
 

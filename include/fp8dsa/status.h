@@ -14,6 +14,8 @@ enum class StatusCode : int {
   kNoDevice,           // a GPU entry point was called where no CUDA device is present
   kUnsupportedDevice,  // a CUDA device that is not sm_90 (the kernels are built for sm_90a)
   kCudaError,          // a CUDA runtime/driver call failed
+  kOutOfMemory,        // host memory ran out inside a call (the CPU references allocate; nothing
+                       // else does); the call wrote nothing or part of its outputs
 };
 
 const char* status_code_name(StatusCode code);
@@ -42,6 +44,9 @@ inline Status invalid_argument(std::string message) {
 }
 inline Status not_implemented(std::string message) {
   return {StatusCode::kNotImplemented, std::move(message)};
+}
+inline Status out_of_memory(std::string message) {
+  return {StatusCode::kOutOfMemory, std::move(message)};
 }
 
 }  // namespace fp8dsa

@@ -2,7 +2,8 @@
 //
 // For each row t, the min(k, ke[t] - ks[t]) keys s in [ks[t], ke[t]) with the largest logits[t, s],
 // as absolute key rows, unused slots -1. NaN ranks lowest, -inf is a valid candidate, ties at the
-// threshold are broken either way, every returned index is valid and distinct.
+// threshold are broken either way, every returned index is valid and distinct. validate() reads no
+// tensor: logits may hold any value (NaN included), ks / ke any value (clamped).
 #pragma once
 
 #include <cstddef>
@@ -50,7 +51,11 @@ struct TopkParams {
 
 Status validate(const TopkParams& params);
 
-// Workspace the GPU path needs for these params (depends on the shape only, not on pointers).
+// Workspace the GPU path needs for these params: depends on num_rows, num_keys and k only (not on
+// pointers). Rejects (InvalidArgument) the values validate() would reject; *bytes is written only
+// on success.
+Status topk_workspace_bytes(const TopkParams& params, size_t* bytes);
+// The same as a number: SIZE_MAX (no workspace suffices) where the form above fails.
 size_t topk_workspace_bytes(const TopkParams& params);
 
 // GPU top-k. No allocation, no host synchronisation: CUDA-graph capturable.

@@ -51,13 +51,14 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
 
 
 prefill.__doc__ += _SHAPES + """
-    fused=True asks for the fused score + top-k path, which the library does not have yet: it
-    raises NotImplementedError. indexer_kernel and attention_kernel take the kernel names of
+    fused=True runs the fused score + top-k (no [T, N] logits in the workspace, the same selected
+    rows, in ascending order; the indexer kernel must be "auto" or "q_resident"; see bench/RESULTS.md
+    for its speed). indexer_kernel and attention_kernel take the kernel names of
     indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
     cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
     capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).
 
     Raises TypeError for a dtype, ValueError for a shape, stride, alignment, placement or value
-    (with the library's message), NotImplementedError for fused=True, RuntimeError for a device
+    (with the library's message), MemoryError when host memory runs out, RuntimeError for a device
     or CUDA failure.
     """

@@ -5,6 +5,9 @@ NumPy has no float8 or bfloat16 dtype: e4m3 inputs are uint8 arrays of raw bits 
 fp8dsa.e4m3_from_float), or ml_dtypes.float8_e4m3fn arrays where ml_dtypes is installed; bf16
 outputs are ml_dtypes.bfloat16 arrays where ml_dtypes is installed and uint16 raw bits otherwise
 (see fp8dsa.bf16_to_float).
+
+Errors are those of the GPU calls, plus MemoryError where the host has not the working memory a
+reference needs.
 """
 
 from . import _arrays, _fp8dsa

@@ -15,6 +15,9 @@ void raise_if_error(const Status& status) {
     case StatusCode::kNotImplemented:
       PyErr_SetString(PyExc_NotImplementedError, status.message().c_str());
       throw nb::python_error();
+    case StatusCode::kOutOfMemory:
+      PyErr_SetString(PyExc_MemoryError, status.message().c_str());
+      throw nb::python_error();
     default:
       // The code name says which kind of failure (e.g. "NoDevice: no CUDA device is available").
       PyErr_SetString(PyExc_RuntimeError, status.to_string().c_str());

@@ -14,8 +14,8 @@ namespace fp8dsa::python {
 
 namespace nb = nanobind;
 
-// InvalidArgument -> ValueError, NotImplemented -> NotImplementedError, every other code
-// (WorkspaceTooSmall, NoDevice, UnsupportedDevice, CudaError) -> RuntimeError.
+// InvalidArgument -> ValueError, NotImplemented -> NotImplementedError, OutOfMemory -> MemoryError,
+// every other code (WorkspaceTooSmall, NoDevice, UnsupportedDevice, CudaError) -> RuntimeError.
 void raise_if_error(const Status& status);
 
 // Makes `device_id` current for the library's CUDA runtime for the scope of one call, and restores

@@ -40,7 +40,9 @@ size_t prefill_workspace_bytes(int64_t num_tokens, int64_t num_keys, int topk, b
   p.indexer.num_keys = num_keys;
   p.topk = topk;
   p.fused = fused;
-  return fp8dsa::prefill_workspace_bytes(p);
+  size_t bytes = 0;
+  raise_if_error(fp8dsa::prefill_workspace_bytes(p, &bytes));
+  return bytes;
 }
 
 void prefill(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,

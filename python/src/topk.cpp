@@ -64,7 +64,9 @@ size_t topk_workspace_bytes(int64_t num_rows, int64_t num_keys, int k) {
   p.num_rows = num_rows;
   p.num_keys = num_keys;
   p.k = k;
-  return fp8dsa::topk_workspace_bytes(p);
+  size_t bytes = 0;
+  raise_if_error(fp8dsa::topk_workspace_bytes(p, &bytes));
+  return bytes;
 }
 
 void topk(const InputArray& logits, const InputArray& ks, const InputArray& ke, int k, bool sorted,

@@ -90,6 +90,8 @@ class TestSparseMla:
             run_mla(mla, d_v=256)
         with pytest.raises(ValueError, match=r"sparse_mla: sm_scale \(-1\) must be finite and > 0"):
             run_mla(mla, sm_scale=-1.0)
+        with pytest.raises(ValueError, match=r"sparse_mla: q_scale \* kv_scale \* sm_scale \(1e\+20 \* 1 \* 1e\+20"):
+            run_mla(mla, sm_scale=1e20, q_scale=1e20)
 
     def test_strides_and_alignment(self, mla):
         with pytest.raises(ValueError, match=r"sparse_mla: q \(0x[0-9a-f]+\) must be 16-byte aligned"):
@@ -178,3 +180,14 @@ class TestPrefill:
                                                             np.ones(200, np.float32))))
         with pytest.raises(ValueError, match="prefill: index_q must be on a CUDA device"):
             fp8dsa.prefill(**args, topk=64, fused=True)
+
+    def test_workspace_queries_reject_what_validate_rejects(self):
+        # The size queries the GPU calls size their workspace with: an invalid topk or size raises
+        # the library's message instead of returning a size.
+        with pytest.raises(ValueError, match=r"prefill: topk \(-64\) must be in \[64, 2048\]"):
+            fp8dsa._fp8dsa.prefill_workspace_bytes(4, 200, -64, False)
+        with pytest.raises(ValueError, match=r"prefill: indexer: num_keys \(-1\) must be in"):
+            fp8dsa._fp8dsa.prefill_workspace_bytes(4, -1, 64, False)
+        with pytest.raises(ValueError, match=r"topk: k \(0\) must be in \[1, 2048\]"):
+            fp8dsa._fp8dsa.topk_workspace_bytes(4, 200, 0)
+        assert fp8dsa._fp8dsa.prefill_workspace_bytes(4, 200, 64, False) > 0

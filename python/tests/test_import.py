@@ -26,7 +26,7 @@ def test_docstrings_give_shapes_and_dtypes():
     assert "natural log" in fp8dsa.sparse_mla_prefill.__doc__
     assert "(k [N, D] float8_e4m3fn" in fp8dsa.indexer_logits.__doc__
     assert "[T, k] int32" in fp8dsa.topk.__doc__
-    assert "NotImplementedError" in fp8dsa.prefill.__doc__
+    assert "fused=True runs the fused score + top-k" in fp8dsa.prefill.__doc__
     assert "[T, h, 576]" in fp8dsa.reference.sparse_mla_prefill.__doc__
     assert "uint16" in fp8dsa.reference.__doc__
     assert fp8dsa.__version__ != "unknown"

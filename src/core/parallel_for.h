@@ -12,8 +12,9 @@
 namespace fp8dsa {
 
 // Calls fn(i) for every i in [begin, end), split into contiguous chunks over up to
-// hardware_concurrency threads. fn must be safe to run concurrently for distinct i. The first
-// exception thrown by fn is rethrown on the calling thread after all workers have joined.
+// hardware_concurrency threads (fewer when a thread cannot be started). fn must be safe to run
+// concurrently for distinct i. The first exception thrown by fn is rethrown on the calling thread
+// after all workers have joined.
 template <typename Fn>
 void parallel_for(int64_t begin, int64_t end, Fn&& fn) {
   const int64_t count = end - begin;
@@ -51,8 +52,13 @@ void parallel_for(int64_t begin, int64_t end, Fn&& fn) {
     }
   };
   std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(num_threads - 1));
-  for (int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
+  try {
+    threads.reserve(static_cast<size_t>(num_threads - 1));
+    for (int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
+  } catch (const std::exception&) {
+    // No memory or no thread left (std::system_error): the chunks are handed out on demand, so the
+    // threads already started and this one still do all the work.
+  }
   worker();
   for (auto& thread : threads) thread.join();
   if (error) std::rethrow_exception(error);

@@ -11,6 +11,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kNoDevice: return "NoDevice";
     case StatusCode::kUnsupportedDevice: return "UnsupportedDevice";
     case StatusCode::kCudaError: return "CudaError";
+    case StatusCode::kOutOfMemory: return "OutOfMemory";
   }
   return "Unknown";
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "core/validate.h"
 #include "fp8dsa/fused_topk.h"
 #include "fused_topk/candidate_layout.h"
@@ -64,23 +65,43 @@ Status validate(const FusedTopkParams& params) {
     return invalid_argument(std::string(kOp) + ": scores.kernel is " + indexer_kernel_name(kernel) +
                             "; the fused path runs the Q-resident scorer (kAuto or kQResident)");
   }
-  for (const Status& s : {validate(fused_topk_impl::scorer_params(params)),
-                          validate(fused_topk_impl::select_params(params))}) {
-    if (!s.is_ok()) return {s.code(), std::string(kOp) + ": " + s.message()};
-  }
-  return Status::ok();
+  // The two stage checks build their messages with std::string: they may throw bad_alloc.
+  return detail::no_throw(kOp, [&] {
+    for (const Status& s : {validate(fused_topk_impl::scorer_params(params)),
+                            validate(fused_topk_impl::select_params(params))}) {
+      if (!s.is_ok()) return Status{s.code(), std::string(kOp) + ": " + s.message()};
+    }
+    return Status::ok();
+  });
+}
+
+Status fused_topk_workspace_bytes(const FusedTopkParams& params, size_t* bytes) {
+  return detail::no_throw("fused_topk_workspace_bytes", [&] {
+    using namespace detail;
+    constexpr const char* kOp = "fused_topk_workspace_bytes";
+    if (bytes == nullptr) return invalid_argument("fused_topk_workspace_bytes: bytes must not be null");
+    const IndexerParams& s = params.scores;
+    FP8DSA_RETURN_IF_ERROR(check_size(kOp, "scores.num_tokens", s.num_tokens));
+    FP8DSA_RETURN_IF_ERROR(check_size(kOp, "scores.num_keys", s.num_keys));
+    FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "scores.num_heads", s.num_heads, {4, 8, 16, 32, 64}));
+    FP8DSA_RETURN_IF_ERROR(check_range(kOp, "select.k", params.select.k, 1, 2048));
+    *bytes = s.num_tokens == 0 || s.num_keys == 0
+                 ? 0
+                 : fused_topk_impl::candidate_layout(s.num_tokens, fused_topk_impl::choose_key_splits(s),
+                                                     params.select.k)
+                       .total;
+    return Status::ok();
+  });
 }
 
 size_t fused_topk_workspace_bytes(const FusedTopkParams& params) {
-  const IndexerParams& s = params.scores;
-  if (s.num_tokens <= 0 || s.num_keys <= 0 || s.num_tokens > detail::kMaxExtent) return 0;
-  const int k = params.select.k;
-  if (k < 1 || k > 2048) return 0;
-  const int splits = fused_topk_impl::choose_key_splits(s);
-  return fused_topk_impl::candidate_layout(s.num_tokens, splits, k).total;
+  size_t bytes = 0;
+  return fused_topk_workspace_bytes(params, &bytes).is_ok() ? bytes : std::numeric_limits<size_t>::max();
 }
 
-Status fused_topk(const FusedTopkParams& params) {
+namespace {
+
+Status fused_topk_unguarded(const FusedTopkParams& params) {
   using namespace fused_topk_impl;
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
@@ -112,6 +133,12 @@ Status fused_topk(const FusedTopkParams& params) {
     FP8DSA_RETURN_IF_ERROR(launch_candidate_scorer(run, buffers, out.k));
   }
   return launch_select_candidates(out, buffers);
+}
+
+}  // namespace
+
+Status fused_topk(const FusedTopkParams& params) {
+  return detail::no_throw("fused_topk", [&] { return fused_topk_unguarded(params); });
 }
 
 }  // namespace fp8dsa

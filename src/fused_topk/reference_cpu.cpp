@@ -1,28 +1,23 @@
 // The fused path's CPU reference: the two stage references on a block of rows at a time, so the
 // host holds rows * N logits, never T * N.
 #include <algorithm>
-#include <new>
 #include <vector>
 
+#include "core/no_throw.h"
 #include "fp8dsa/fused_topk.h"
 
 namespace fp8dsa::reference {
 
-Status fused_topk_cpu(const FusedTopkParams& params) {
+namespace {
+
+Status fused_topk_cpu_unguarded(const FusedTopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const IndexerParams s = params.scores.resolved();
   const TopkParams t = params.select.resolved();
   if (s.num_tokens == 0) return Status::ok();
   constexpr int64_t kBlockRows = 64;
   const int64_t ldl = std::max<int64_t>(4, (s.num_keys + 3) / 4 * 4);
-  std::vector<float> logits;
-  try {
-    logits.resize(static_cast<size_t>(std::min(kBlockRows, s.num_tokens) * ldl));
-  } catch (const std::bad_alloc&) {
-    return {StatusCode::kInvalidArgument, "fused_topk_cpu: cannot allocate the host logits of " +
-                                              std::to_string(kBlockRows) + " rows x " +
-                                              std::to_string(s.num_keys) + " keys"};
-  }
+  std::vector<float> logits(static_cast<size_t>(std::min(kBlockRows, s.num_tokens) * ldl));
   for (int64_t r0 = 0; r0 < s.num_tokens; r0 += kBlockRows) {
     const int64_t rows = std::min(kBlockRows, s.num_tokens - r0);
     IndexerParams score = s;
@@ -55,6 +50,12 @@ Status fused_topk_cpu(const FusedTopkParams& params) {
     FP8DSA_RETURN_IF_ERROR(topk_cpu(select));
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status fused_topk_cpu(const FusedTopkParams& params) {
+  return detail::no_throw("fused_topk_cpu", [&] { return fused_topk_cpu_unguarded(params); });
 }
 
 }  // namespace fp8dsa::reference

@@ -3,12 +3,13 @@
 
 #include <limits>
 
+#include "core/no_throw.h"
 #include "core/validate.h"
 
 namespace fp8dsa {
 
-Status build_causal_bounds(std::span<const SequenceLayout> sequences, int32_t* ks, int32_t* ke,
-                           int64_t* num_tokens, int64_t* num_keys) {
+static Status build_causal_bounds_unguarded(std::span<const SequenceLayout> sequences, int32_t* ks,
+                                           int32_t* ke, int64_t* num_tokens, int64_t* num_keys) {
   using detail::concat;
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   if (num_tokens == nullptr || num_keys == nullptr) {
@@ -57,6 +58,13 @@ Status build_causal_bounds(std::span<const SequenceLayout> sequences, int32_t* k
   *num_tokens = total_tokens;
   *num_keys = total_keys;
   return Status::ok();
+}
+
+Status build_causal_bounds(std::span<const SequenceLayout> sequences, int32_t* ks, int32_t* ke,
+                           int64_t* num_tokens, int64_t* num_keys) {
+  return detail::no_throw("build_causal_bounds", [&] {
+    return build_causal_bounds_unguarded(sequences, ks, ke, num_tokens, num_keys);
+  });
 }
 
 }  // namespace fp8dsa

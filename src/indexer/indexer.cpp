@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/scorers.h"
 
@@ -15,7 +16,7 @@ Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning
 
 }  // namespace indexer_detail
 
-Status indexer_logits(const IndexerParams& params) {
+static Status indexer_logits_unguarded(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const IndexerKernel kernel =
@@ -29,6 +30,10 @@ Status indexer_logits(const IndexerParams& params) {
   if (p.fill_masked) FP8DSA_RETURN_IF_ERROR(indexer_detail::fill_masked_cells(p));
   return kernel == IndexerKernel::kQResident ? indexer_detail::run_q_resident(p)
                                              : indexer_detail::run_k_resident(p);
+}
+
+Status indexer_logits(const IndexerParams& params) {
+  return detail::no_throw("indexer", [&] { return indexer_logits_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -1,6 +1,11 @@
 // IndexerParams: stride resolution and the argument checks every entry point runs first.
 #include "fp8dsa/indexer.h"
 
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/no_throw.h"
 #include "core/validate.h"
 
 namespace fp8dsa {
@@ -24,7 +29,7 @@ IndexerParams IndexerParams::resolved() const {
   return r;
 }
 
-Status validate(const IndexerParams& params) {
+static Status validate_unguarded(const IndexerParams& params) {
   using namespace detail;
   constexpr const char* kOp = "indexer";
   const IndexerParams p = params.resolved();
@@ -54,8 +59,19 @@ Status validate(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(
       check_multiple(kOp, "k_row_stride", p.k_row_stride, 16, "16-byte row alignment"));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
-  // Logit rows are stored with 16-byte vector stores.
-  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "ldl", p.ldl, 4, "16-byte row alignment"));
+  // Logit rows are stored with 16-byte vector stores. ldl = 0 (packed) resolves to num_keys: say
+  // what the caller passed and what to pass instead.
+  if (p.ldl % 4 != 0) {
+    const std::string given =
+        params.ldl == 0 ? concat("0, i.e. packed = num_keys = ", p.num_keys) : concat(p.ldl);
+    const std::string instead =
+        p.ldl > std::numeric_limits<int64_t>::max() - 3
+            ? std::string()
+            : concat("; pass ldl = ", (p.ldl + 3) / 4 * 4,
+                     params.ldl == 0 ? " (num_keys rounded up to a multiple of 4)" : "");
+    return invalid_argument(
+        concat(kOp, ": ldl (", given, ") must be a multiple of 4 (16-byte rows of f32 logits)", instead));
+  }
 
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q", p.num_tokens, p.q_token_stride, 1));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "w", p.num_tokens, p.w_token_stride, 4));
@@ -81,6 +97,10 @@ Status validate(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "ks", p.ks, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "ke", p.ke, 4));
   return Status::ok();
+}
+
+Status validate(const IndexerParams& params) {
+  return detail::no_throw("indexer", [&] { return validate_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/indexer.h"
 
 namespace fp8dsa::reference {
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(kKeysPerBlock) indexer_reference_kernel(Indexe
 
 }  // namespace
 
-Status indexer_logits_gpu(const IndexerParams& params) {
+static Status indexer_logits_gpu_unguarded(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const IndexerParams p = params.resolved();
@@ -111,6 +112,10 @@ Status indexer_logits_gpu(const IndexerParams& params) {
   }
   FP8DSA_RETURN_IF_LAUNCH_FAILED("indexer_reference_kernel");
   return Status::ok();
+}
+
+Status indexer_logits_gpu(const IndexerParams& params) {
+  return detail::no_throw("indexer GPU reference", [&] { return indexer_logits_gpu_unguarded(params); });
 }
 
 }  // namespace fp8dsa::reference

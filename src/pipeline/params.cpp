@@ -2,7 +2,9 @@
 // the cross-stage invariants. The workspace is checked by prefill() itself.
 #include "fp8dsa/pipeline.h"
 
+#include "core/no_throw.h"
 #include "core/validate.h"
+#include "pipeline/params.h"
 
 namespace fp8dsa {
 namespace {
@@ -19,12 +21,13 @@ Status with_prefix(Status status) {
   return {status.code(), detail::concat(kOp, ": ", status.message())};
 }
 
-}  // namespace
-
-Status validate(const PrefillParams& params) {
+Status validate_unguarded(const PrefillParams& params) {
   using namespace detail;
-  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", params.topk, 64));
-  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", params.topk, 64, 2048));
+  FP8DSA_RETURN_IF_ERROR(pipeline_detail::validate_shape(params));
+  if (params.attention.topk_length != nullptr) {
+    return invalid_argument(concat(kOp, ": attention.topk_length must be null (prefill gives every token "
+                                   "min(topk, its key count) selected keys itself)"));
+  }
 
   if (params.fused && params.indexer.kernel != IndexerKernel::kAuto &&
       params.indexer.kernel != IndexerKernel::kQResident) {
@@ -33,9 +36,9 @@ Status validate(const PrefillParams& params) {
   }
   IndexerParams indexer = params.indexer;
   indexer.logits = kWorkspaceLogitsStandIn;
-  // The workspace logits rows are padded to the indexer's 16-byte row alignment.
-  const bool keys_in_range = indexer.num_keys >= 0 && indexer.num_keys <= kMaxExtent;
-  indexer.ldl = keys_in_range ? (indexer.num_keys + 3) / 4 * 4 : 0;
+  // The workspace logits rows are padded to the indexer's 16-byte row alignment (num_keys is in
+  // range: validate_shape).
+  indexer.ldl = (indexer.num_keys + 3) / 4 * 4;
   FP8DSA_RETURN_IF_ERROR(with_prefix(validate(indexer)));
 
   SparseMlaParams attention = params.attention;
@@ -54,6 +57,24 @@ Status validate(const PrefillParams& params) {
                                    ") (the two stages share one key space)"));
   }
   return Status::ok();
+}
+
+}  // namespace
+
+namespace pipeline_detail {
+
+Status validate_shape(const PrefillParams& params) {
+  using namespace detail;
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", params.topk, 64));
+  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", params.topk, 64, 2048));
+  FP8DSA_RETURN_IF_ERROR(with_prefix(check_size("indexer", "num_tokens", params.indexer.num_tokens)));
+  return with_prefix(check_size("indexer", "num_keys", params.indexer.num_keys));
+}
+
+}  // namespace pipeline_detail
+
+Status validate(const PrefillParams& params) {
+  return detail::no_throw(kOp, [&] { return validate_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -6,8 +6,10 @@
 #include <string>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/pipeline.h"
+#include "pipeline/params.h"
 
 namespace fp8dsa {
 namespace {
@@ -36,6 +38,7 @@ size_t align_up(size_t bytes) {
 
 size_t add_saturating(size_t a, size_t b) { return a > kSizeOverflow - b ? kSizeOverflow : a + b; }
 
+// num_keys in [0, INT32_MAX] (validate_shape), so the sum cannot overflow.
 int64_t logits_ldl(int64_t num_keys) {
   return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
 }
@@ -118,18 +121,16 @@ Status score_then_select(const PrefillParams& params, const WorkspacePlan& plan,
   return fp8dsa::topk(topk);
 }
 
-}  // namespace
+Status workspace_too_large(const PrefillParams& params) {
+  return invalid_argument("prefill: the workspace for T = " + std::to_string(params.indexer.num_tokens) +
+                          ", N = " + std::to_string(params.indexer.num_keys) + ", topk = " +
+                          std::to_string(params.topk) + " does not fit in size_t");
+}
 
-size_t prefill_workspace_bytes(const PrefillParams& params) { return plan_workspace(params).total; }
-
-Status prefill(const PrefillParams& params) {
+Status prefill_unguarded(const PrefillParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const WorkspacePlan plan = plan_workspace(params);
-  if (plan.total == kSizeOverflow) {
-    return invalid_argument("prefill: the workspace for T = " +
-                            std::to_string(params.indexer.num_tokens) + ", N = " +
-                            std::to_string(params.indexer.num_keys) + " does not fit in size_t");
-  }
+  if (plan.total == kSizeOverflow) return workspace_too_large(params);
   if (params.workspace_bytes < plan.total) {
     return {StatusCode::kWorkspaceTooSmall,
             "prefill: workspace_bytes (" + std::to_string(params.workspace_bytes) +
@@ -164,6 +165,28 @@ Status prefill(const PrefillParams& params) {
   attention.indices_stride = params.topk;
   attention.stream = params.stream;
   return sparse_mla_prefill(attention);
+}
+
+}  // namespace
+
+Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes) {
+  return detail::no_throw("prefill_workspace_bytes", [&] {
+    if (bytes == nullptr) return invalid_argument("prefill_workspace_bytes: bytes must not be null");
+    FP8DSA_RETURN_IF_ERROR(pipeline_detail::validate_shape(params));
+    const size_t total = plan_workspace(params).total;
+    if (total == kSizeOverflow) return workspace_too_large(params);
+    *bytes = total;
+    return Status::ok();
+  });
+}
+
+size_t prefill_workspace_bytes(const PrefillParams& params) {
+  size_t bytes = 0;
+  return prefill_workspace_bytes(params, &bytes).is_ok() ? bytes : kSizeOverflow;
+}
+
+Status prefill(const PrefillParams& params) {
+  return detail::no_throw("prefill", [&] { return prefill_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -1,6 +1,7 @@
 // SparseMlaParams: stride resolution and the argument checks every entry point runs first.
 #include "fp8dsa/sparse_mla.h"
 
+#include "core/no_throw.h"
 #include "core/validate.h"
 
 namespace fp8dsa {
@@ -39,7 +40,7 @@ SparseMlaParams SparseMlaParams::resolved() const {
   return r;
 }
 
-Status validate(const SparseMlaParams& params) {
+static Status validate_unguarded(const SparseMlaParams& params) {
   using namespace detail;
   const SparseMlaParams p = params.resolved();
 
@@ -63,6 +64,16 @@ Status validate(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "sm_scale", p.sm_scale));
   FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "q_scale", p.q_scale));
   FP8DSA_RETURN_IF_ERROR(check_positive_finite(kOp, "kv_scale", p.kv_scale));
+  // The kernels fold the three scales and log2(e) into one f32 score scale: a product that
+  // overflows it would make every score +-inf (lse = +inf, the "no valid key" marker), one that
+  // underflows to 0 every score 0.
+  const double score_scale = double{p.q_scale} * double{p.kv_scale} * double{p.sm_scale};
+  const float score_scale_log2 = static_cast<float>(score_scale * 1.4426950408889634);
+  if (!(std::isfinite(score_scale_log2) && score_scale_log2 > 0.0f)) {
+    return invalid_argument(concat(kOp, ": q_scale * kv_scale * sm_scale (", p.q_scale, " * ", p.kv_scale,
+                                   " * ", p.sm_scale, " = ", score_scale,
+                                   ") times log2(e) must be a finite positive f32 (in (0, 2.3e38])"));
+  }
 
   // e4m3 rows are fetched with TMA / 16-byte loads, so every row start must be 16-byte aligned.
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_head_stride", p.q_head_stride, p.d_qk, "d_qk"));
@@ -109,6 +120,10 @@ Status validate(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "lse", p.lse, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "max_logits", p.max_logits, 4));
   return Status::ok();
+}
+
+Status validate(const SparseMlaParams& params) {
+  return detail::no_throw("sparse_mla", [&] { return validate_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -1,4 +1,5 @@
-// The sparse MLA reference (SPEC 4): f64 on the dequantised inputs, exact two-pass softmax.
+// The sparse MLA reference (SPEC 4): f64 on the dequantised inputs, exact two-pass softmax. It
+// dequantises only what it reads: q row by row, and the kv rows that some token selects.
 #include "sparse_mla/reference_cpu.h"
 
 #include <algorithm>
@@ -7,27 +8,41 @@
 #include <string>
 #include <utility>
 
-#include "core/reference_math.h"
+#include "core/no_throw.h"
 #include "core/parallel_for.h"
+#include "core/reference_math.h"
 #include "fp8dsa/fp8.h"
 
 namespace fp8dsa::reference {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr const char* kOp = "sparse_mla reference";
 
-// Per (token, head) results, packed [T, h] and [T, h, d_v].
-struct Results {
-  std::vector<double> out;
-  std::vector<double> lse;
-  std::vector<double> max_logits;
-  SparseMlaScoreSpread spread;
+// One (token, head) row's results. out points at d_v values (zeros for a row with no valid key).
+struct RowResult {
+  const double* out;
+  double lse;         // +inf for a row with no valid key
+  double max_logits;  // -inf for a row with no valid key
+  double score_std;   // 0 for a row with no valid key
+  double max_abs_score;
 };
 
-Status compute(const SparseMlaParams& p, Results* r) {
+// The kv rows the selection reads, dequantised once: only those (a token attends over at most
+// topk rows, so a large cache is never copied whole), packed in ascending row order.
+struct SelectedRows {
+  std::vector<int32_t> rows;  // the distinct valid kv rows, ascending
+  std::vector<double> values;  // [rows.size(), d_qk]
+  const double* row(int32_t position, int64_t d_qk) const { return values.data() + position * d_qk; }
+};
+
+// Computes every (token, head) row and hands it to sink(th, RowResult) (th = t * h + head), from
+// several threads at once for distinct th.
+template <typename Sink>
+Status compute(const SparseMlaParams& p, Sink&& sink) {
   if (!is_float_dtype(p.q_dtype) || !is_float_dtype(p.kv_dtype)) {
-    return invalid_argument(std::string("sparse_mla reference: unsupported dtypes q=") +
-                            dtype_name(p.q_dtype) + " kv=" + dtype_name(p.kv_dtype));
+    return invalid_argument(std::string(kOp) + ": unsupported dtypes q=" + dtype_name(p.q_dtype) +
+                            " kv=" + dtype_name(p.kv_dtype));
   }
   const int64_t T = p.num_tokens;
   const int64_t N = p.num_kv;
@@ -35,20 +50,8 @@ Status compute(const SparseMlaParams& p, Results* r) {
   const int64_t d_qk = p.d_qk;
   const int64_t d_v = p.d_v;
 
-  // Dequantise once, packed (strides applied here).
-  std::vector<double> q(static_cast<size_t>(T * h * d_qk));
-  std::vector<double> kv(static_cast<size_t>(N * d_qk));
-  parallel_for(0, T * h, [&](int64_t th) {
-    const int64_t t = th / h, head = th % h;
-    for (int64_t c = 0; c < d_qk; ++c) {
-      q[th * d_qk + c] = load_element(p.q, p.q_dtype, t * p.q_token_stride + head * p.q_head_stride + c);
-    }
-  });
-  parallel_for(0, N, [&](int64_t n) {
-    for (int64_t c = 0; c < d_qk; ++c) kv[n * d_qk + c] = load_element(p.kv, p.kv_dtype, n * p.kv_row_stride + c);
-  });
-
-  // The valid keys of each token (duplicates kept).
+  // The valid keys of each token (duplicates kept), as kv rows first and positions in `selected`
+  // after; topk_length clamped to [0, topk] (see sparse_mla.h).
   std::vector<std::vector<int32_t>> valid(static_cast<size_t>(T));
   parallel_for(0, T, [&](int64_t t) {
     int64_t length = p.topk;
@@ -58,21 +61,43 @@ Status compute(const SparseMlaParams& p, Results* r) {
       if (row[j] >= 0 && row[j] < N) valid[t].push_back(row[j]);
     }
   });
+  SelectedRows selected;
+  for (const std::vector<int32_t>& keys : valid) selected.rows.insert(selected.rows.end(), keys.begin(), keys.end());
+  std::sort(selected.rows.begin(), selected.rows.end());
+  selected.rows.erase(std::unique(selected.rows.begin(), selected.rows.end()), selected.rows.end());
+  selected.rows.shrink_to_fit();
+  selected.values.resize(selected.rows.size() * static_cast<size_t>(d_qk));
+  parallel_for(0, static_cast<int64_t>(selected.rows.size()), [&](int64_t i) {
+    const int64_t n = selected.rows[static_cast<size_t>(i)];
+    for (int64_t c = 0; c < d_qk; ++c) {
+      selected.values[i * d_qk + c] = load_element(p.kv, p.kv_dtype, n * p.kv_row_stride + c);
+    }
+  });
+  parallel_for(0, T, [&](int64_t t) {
+    for (int32_t& key : valid[t]) {
+      key = static_cast<int32_t>(std::lower_bound(selected.rows.begin(), selected.rows.end(), key) -
+                                 selected.rows.begin());
+    }
+  });
 
   const double scale = double{p.q_scale} * double{p.kv_scale} * double{p.sm_scale};
-  r->out.assign(static_cast<size_t>(T * h * d_v), 0.0);
-  r->lse.assign(static_cast<size_t>(T * h), kInf);
-  r->max_logits.assign(static_cast<size_t>(T * h), -kInf);
-  r->spread.std.assign(static_cast<size_t>(T * h), 0.0);
-  r->spread.max_abs.assign(static_cast<size_t>(T * h), 0.0);
   parallel_for(0, T * h, [&](int64_t th) {
-    const std::vector<int32_t>& keys = valid[th / h];
-    if (keys.empty()) return;  // out 0, lse +inf, max_logits -inf
-    const double* q_th = q.data() + th * d_qk;
+    const int64_t t = th / h, head = th % h;
+    const std::vector<int32_t>& keys = valid[t];
+    std::vector<double> out(static_cast<size_t>(d_v), 0.0);
+    if (keys.empty()) {
+      sink(th, RowResult{out.data(), kInf, -kInf, 0.0, 0.0});
+      return;
+    }
+    // q is read once per (token, head): dequantised here, never copied whole.
+    std::vector<double> q(static_cast<size_t>(d_qk));
+    for (int64_t c = 0; c < d_qk; ++c) {
+      q[c] = load_element(p.q, p.q_dtype, t * p.q_token_stride + head * p.q_head_stride + c);
+    }
     std::vector<double> s(keys.size());
     double max_s = -kInf, sum_s = 0.0, max_abs = 0.0;
     for (size_t j = 0; j < keys.size(); ++j) {
-      s[j] = scale * dot_product(q_th, kv.data() + keys[j] * d_qk, d_qk);
+      s[j] = scale * dot_product(q.data(), selected.row(keys[j], d_qk), d_qk);
       max_s = std::max(max_s, s[j]);
       sum_s += s[j];
       max_abs = std::max(max_abs, std::abs(s[j]));
@@ -80,66 +105,83 @@ Status compute(const SparseMlaParams& p, Results* r) {
     const double mean_s = sum_s / static_cast<double>(keys.size());
     double var = 0.0;
     for (double x : s) var += (x - mean_s) * (x - mean_s);
-    r->spread.std[th] = std::sqrt(var / static_cast<double>(keys.size()));
-    r->spread.max_abs[th] = max_abs;
+    const double score_std = std::sqrt(var / static_cast<double>(keys.size()));
     double sum = 0.0;
     for (double& x : s) {
       x = std::exp(x - max_s);
       sum += x;
     }
     const double lse = max_s + std::log(sum);
-    double* out = r->out.data() + th * d_v;
     for (size_t j = 0; j < keys.size(); ++j) {
-      const double* v = kv.data() + keys[j] * d_qk;
+      const double* v = selected.row(keys[j], d_qk);
       for (int64_t c = 0; c < d_v; ++c) out[c] += s[j] * v[c];
     }
     // kv_scale / sum, times the sink factor exp(lse) / (exp(lse) + exp(sink)) = 1 / (1 + exp(sink - lse)):
     // a -inf sink gives 1, a +inf sink gives 0.
     double factor = double{p.kv_scale} / sum;
-    if (p.attn_sink != nullptr) factor /= 1.0 + std::exp(double{p.attn_sink[th % h]} - lse);
+    if (p.attn_sink != nullptr) factor /= 1.0 + std::exp(double{p.attn_sink[head]} - lse);
     for (int64_t c = 0; c < d_v; ++c) out[c] *= factor;
-    r->lse[th] = lse;
-    r->max_logits[th] = max_s;
+    sink(th, RowResult{out.data(), lse, max_s, score_std, max_abs});
   });
   return Status::ok();
 }
 
-}  // namespace
-
-Status sparse_mla_cpu(const SparseMlaParams& params) {
+Status sparse_mla_cpu_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const SparseMlaParams p = params.resolved();
-  Results r;
-  FP8DSA_RETURN_IF_ERROR(compute(p, &r));
   const int h = p.num_heads;
-  parallel_for(0, p.num_tokens * h, [&](int64_t th) {
+  return compute(p, [&](int64_t th, const RowResult& r) {
     const int64_t t = th / h, head = th % h;
-    const int64_t base = t * p.out_token_stride + head * p.out_head_stride;
-    const double* src = r.out.data() + th * p.d_v;
-    uint16_t* out = static_cast<uint16_t*>(p.out) + base;  // validate() admits bf16 only
-    for (int64_t c = 0; c < p.d_v; ++c) out[c] = float_to_bf16(static_cast<float>(src[c]));
-    if (p.lse != nullptr) p.lse[th] = static_cast<float>(r.lse[th]);
-    if (p.max_logits != nullptr) p.max_logits[th] = static_cast<float>(r.max_logits[th]);
+    uint16_t* out = static_cast<uint16_t*>(p.out) + t * p.out_token_stride + head * p.out_head_stride;
+    for (int64_t c = 0; c < p.d_v; ++c) out[c] = float_to_bf16(static_cast<float>(r.out[c]));  // bf16 only (validate)
+    p.lse[th] = static_cast<float>(r.lse);
+    if (p.max_logits != nullptr) p.max_logits[th] = static_cast<float>(r.max_logits);
   });
-  return Status::ok();
 }
 
-Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* out,
-                          std::vector<double>* lse, std::vector<double>* max_logits,
-                          SparseMlaScoreSpread* spread) {
+Status sparse_mla_cpu_f64_unguarded(const SparseMlaParams& params, std::vector<double>* out,
+                                    std::vector<double>* lse, std::vector<double>* max_logits,
+                                    SparseMlaScoreSpread* spread) {
   // The f32/bf16 outputs are not used here; stand in dummies so that validate() checks the rest.
   alignas(256) static float unused_output[1];
   SparseMlaParams checked = params;
   if (checked.out == nullptr) checked.out = unused_output;
   if (checked.lse == nullptr) checked.lse = unused_output;
   FP8DSA_RETURN_IF_ERROR(validate(checked));
-  Results r;
-  FP8DSA_RETURN_IF_ERROR(compute(checked.resolved(), &r));
-  if (out != nullptr) *out = std::move(r.out);
-  if (lse != nullptr) *lse = std::move(r.lse);
-  if (max_logits != nullptr) *max_logits = std::move(r.max_logits);
-  if (spread != nullptr) *spread = std::move(r.spread);
-  return Status::ok();
+  const SparseMlaParams p = checked.resolved();
+  const size_t rows = static_cast<size_t>(p.num_tokens * p.num_heads);
+  const size_t d_v = static_cast<size_t>(p.d_v);
+  if (out != nullptr) out->assign(rows * d_v, 0.0);
+  if (lse != nullptr) lse->assign(rows, kInf);
+  if (max_logits != nullptr) max_logits->assign(rows, -kInf);
+  if (spread != nullptr) {
+    spread->std.assign(rows, 0.0);
+    spread->max_abs.assign(rows, 0.0);
+  }
+  return compute(p, [&](int64_t th, const RowResult& r) {
+    const size_t i = static_cast<size_t>(th);
+    if (out != nullptr) std::copy(r.out, r.out + d_v, out->begin() + static_cast<std::ptrdiff_t>(i * d_v));
+    if (lse != nullptr) (*lse)[i] = r.lse;
+    if (max_logits != nullptr) (*max_logits)[i] = r.max_logits;
+    if (spread != nullptr) {
+      spread->std[i] = r.score_std;
+      spread->max_abs[i] = r.max_abs_score;
+    }
+  });
+}
+
+}  // namespace
+
+Status sparse_mla_cpu(const SparseMlaParams& params) {
+  return detail::no_throw(kOp, [&] { return sparse_mla_cpu_unguarded(params); });
+}
+
+Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* out,
+                          std::vector<double>* lse, std::vector<double>* max_logits,
+                          SparseMlaScoreSpread* spread) {
+  return detail::no_throw(kOp, [&] {
+    return sparse_mla_cpu_f64_unguarded(params, out, lse, max_logits, spread);
+  });
 }
 
 }  // namespace fp8dsa::reference

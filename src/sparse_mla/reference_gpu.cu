@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/sparse_mla.h"
 
 namespace fp8dsa::reference {
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
 
 }  // namespace
 
-Status sparse_mla_gpu(const SparseMlaParams& params) {
+static Status sparse_mla_gpu_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const SparseMlaParams p = params.resolved();
@@ -155,6 +156,10 @@ Status sparse_mla_gpu(const SparseMlaParams& params) {
   sparse_mla_reference_kernel<<<grid, kThreads, 0, p.stream>>>(p);
   FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_reference_kernel");
   return Status::ok();
+}
+
+Status sparse_mla_gpu(const SparseMlaParams& params) {
+  return detail::no_throw("sparse_mla GPU reference", [&] { return sparse_mla_gpu_unguarded(params); });
 }
 
 }  // namespace fp8dsa::reference

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/sparse_mla.h"
 #include "sparse_mla/launch.h"
 
@@ -15,7 +16,7 @@ SparseMlaKernel sparse_mla_route(const SparseMlaParams& params) {
   return sparse_mla::fp8_kernel_supports(params) ? SparseMlaKernel::kFp8 : SparseMlaKernel::kReference;
 }
 
-Status sparse_mla_prefill(const SparseMlaParams& params) {
+static Status sparse_mla_prefill_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   switch (sparse_mla_route(params)) {
@@ -28,6 +29,10 @@ Status sparse_mla_prefill(const SparseMlaParams& params) {
   }
   return invalid_argument("sparse_mla: unknown kernel id " +
                           std::to_string(static_cast<int>(params.kernel)));
+}
+
+Status sparse_mla_prefill(const SparseMlaParams& params) {
+  return detail::no_throw("sparse_mla", [&] { return sparse_mla_prefill_unguarded(params); });
 }
 
 }  // namespace fp8dsa

@@ -2,7 +2,9 @@
 // workspace is checked by topk() itself (the references need none).
 #include "fp8dsa/topk.h"
 
+#include "core/no_throw.h"
 #include "core/validate.h"
+#include "topk/params.h"
 
 namespace fp8dsa {
 
@@ -14,14 +16,15 @@ TopkParams TopkParams::resolved() const {
   return r;
 }
 
-Status validate(const TopkParams& params) {
+namespace {
+
+constexpr const char* kOp = "topk";
+
+Status validate_unguarded(const TopkParams& params) {
   using namespace detail;
-  constexpr const char* kOp = "topk";
   const TopkParams p = params.resolved();
 
-  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_rows", p.num_rows));
-  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_keys", p.num_keys));
-  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "k", p.k, 1, 2048));
+  FP8DSA_RETURN_IF_ERROR(topk_impl::validate_shape(p));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ld_indices", p.ld_indices, p.k, "k"));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_rows, p.ldl, 4));
@@ -57,6 +60,23 @@ Status validate(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "row_seq", p.row_seq, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "row_pos_base", p.row_pos_base, 4));
   return Status::ok();
+}
+
+}  // namespace
+
+namespace topk_impl {
+
+Status validate_shape(const TopkParams& p) {
+  using namespace detail;
+  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_rows", p.num_rows));
+  FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_keys", p.num_keys));
+  return check_range(kOp, "k", p.k, 1, 2048);
+}
+
+}  // namespace topk_impl
+
+Status validate(const TopkParams& params) {
+  return detail::no_throw(kOp, [&] { return validate_unguarded(params); });
 }
 
 }  // namespace fp8dsa

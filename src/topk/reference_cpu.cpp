@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/no_throw.h"
 #include "core/parallel_for.h"
 #include "topk/page_table.h"
 
@@ -33,10 +34,12 @@ int32_t topk_page_transform(const TopkParams& p, int64_t row, int32_t index) {
   return topk_impl::page_table_transform(p, row, index);
 }
 
+namespace {
+
 // Always returns the selection in descending score order (ties by ascending key), which satisfies
 // both the sorted and the unsorted contract; slots past the selection are -1 and columns
 // [k, ld_indices) are untouched.
-Status topk_cpu(const TopkParams& params) {
+Status topk_cpu_unguarded(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const TopkParams p = params.resolved();
   parallel_for(0, p.num_rows, [&](int64_t t) {
@@ -61,6 +64,12 @@ Status topk_cpu(const TopkParams& params) {
     std::fill(out + selected, out + p.k, -1);
   });
   return Status::ok();
+}
+
+}  // namespace
+
+Status topk_cpu(const TopkParams& params) {
+  return detail::no_throw("topk reference", [&] { return topk_cpu_unguarded(params); });
 }
 
 }  // namespace fp8dsa::reference

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/topk.h"
 #include "topk/page_table.h"
 
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) 
 
 }  // namespace
 
-Status topk_gpu(const TopkParams& params) {
+static Status topk_gpu_unguarded(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const TopkParams p = params.resolved();
@@ -171,6 +172,10 @@ Status topk_gpu(const TopkParams& params) {
   topk_reference_kernel<<<grid, kThreads, 0, p.stream>>>(p);
   FP8DSA_RETURN_IF_LAUNCH_FAILED("topk_reference_kernel");
   return Status::ok();
+}
+
+Status topk_gpu(const TopkParams& params) {
+  return detail::no_throw("topk GPU reference", [&] { return topk_gpu_unguarded(params); });
 }
 
 }  // namespace fp8dsa::reference

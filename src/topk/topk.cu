@@ -1,12 +1,15 @@
 // Public top-k entry points: argument checks, workspace query and the choice of launch path.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/cuda_check.h"
+#include "core/no_throw.h"
 #include "fp8dsa/topk.h"
 #include "topk/config.h"
 #include "topk/launch.h"
+#include "topk/params.h"
 
 namespace fp8dsa {
 namespace topk_impl {
@@ -58,14 +61,27 @@ Status launch(const TopkParams& p, const LaunchConfig& config) {
 
 }  // namespace topk_impl
 
-size_t topk_workspace_bytes(const TopkParams& params) {
-  const TopkParams p = params.resolved();
-  // Only the split path (at most kSplitMaxRows rows) uses workspace; its size depends on the shape.
-  if (p.num_rows < 1 || p.num_rows > topk_impl::kSplitMaxRows) return 0;
-  return static_cast<size_t>(p.num_rows) * sizeof(topk_impl::SplitRowWorkspace);
+Status topk_workspace_bytes(const TopkParams& params, size_t* bytes) {
+  return detail::no_throw("topk_workspace_bytes", [&] {
+    if (bytes == nullptr) return invalid_argument("topk_workspace_bytes: bytes must not be null");
+    const TopkParams p = params.resolved();
+    FP8DSA_RETURN_IF_ERROR(topk_impl::validate_shape(p));
+    // Only the split path (at most kSplitMaxRows rows) uses workspace; its size depends on the shape.
+    *bytes = p.num_rows < 1 || p.num_rows > topk_impl::kSplitMaxRows
+                 ? 0
+                 : static_cast<size_t>(p.num_rows) * sizeof(topk_impl::SplitRowWorkspace);
+    return Status::ok();
+  });
 }
 
-Status topk(const TopkParams& params) {
+size_t topk_workspace_bytes(const TopkParams& params) {
+  size_t bytes = 0;
+  return topk_workspace_bytes(params, &bytes).is_ok() ? bytes : std::numeric_limits<size_t>::max();
+}
+
+namespace {
+
+Status topk_unguarded(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const TopkParams p = params.resolved();
@@ -81,6 +97,12 @@ Status topk(const TopkParams& params) {
   }
   if (p.num_rows == 0) return Status::ok();
   return topk_impl::launch(p, topk_impl::choose_launch(p));
+}
+
+}  // namespace
+
+Status topk(const TopkParams& params) {
+  return detail::no_throw("topk", [&] { return topk_unguarded(params); });
 }
 
 }  // namespace fp8dsa

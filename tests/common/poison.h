@@ -56,9 +56,9 @@ bool is_poison(const T& value) {
 cudaError_t fill_device_pattern(void* ptr, size_t count, int elem_bytes, uint32_t pattern);
 
 template <typename T>
-void poison(DeviceBuffer<T>& buffer) {
-  cuda_or_throw(fill_device_pattern(buffer.get(), buffer.size(), sizeof(T), Poison<T>::kBits),
-                "fill_device_pattern");
+void poison(tools::DeviceBuffer<T>& buffer) {
+  tools::throw_if_error(cuda_status(fill_device_pattern(buffer.get(), buffer.size(), sizeof(T), Poison<T>::kBits),
+                                    "fill_device_pattern"));
 }
 
 // The set {i : i / ld < rows && i % ld < cols}: the cells of a [rows, cols] matrix with row stride ld.

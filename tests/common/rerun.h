@@ -28,7 +28,7 @@ struct RerunOutput {
 };
 
 template <typename T>
-RerunOutput rerun_output(DeviceBuffer<T>& buffer, std::string name) {
+RerunOutput rerun_output(tools::DeviceBuffer<T>& buffer, std::string name) {
   return {buffer.get(), buffer.size(), static_cast<int>(sizeof(T)), Poison<T>::kBits, std::move(name)};
 }
 

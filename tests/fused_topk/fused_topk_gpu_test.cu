@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/indexer.h"
@@ -27,7 +27,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 // How the scores of a problem are shaped.
 enum class Scores {
@@ -45,23 +45,23 @@ struct Inputs {
   std::vector<int32_t> ks, ke;
 };
 
-Inputs make_inputs(int64_t T, int64_t N, int H, int D, testing::KeyRanges ranges, Scores kind, uint64_t seed) {
+Inputs make_inputs(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, Scores kind, uint64_t seed) {
   Inputs in;
   in.T = T;
   in.N = N;
   in.H = H;
   in.D = D;
   const bool positive = kind == Scores::kRising;
-  in.q = testing::random_e4m3(static_cast<size_t>(T * H * D), seed, positive ? 0.25f : -3.0f, 3.0f);
-  in.k = testing::random_e4m3(static_cast<size_t>(N * D), seed + 1, positive ? 0.25f : -3.0f, 3.0f);
-  in.w = testing::random_f32(static_cast<size_t>(T * H), seed + 2, positive ? 0.1f : -1.0f, 1.0f);
-  in.k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.05f, 2.0f);
+  in.q = tools::random_e4m3(static_cast<size_t>(T * H * D), seed, positive ? 0.25f : -3.0f, 3.0f);
+  in.k = tools::random_e4m3(static_cast<size_t>(N * D), seed + 1, positive ? 0.25f : -3.0f, 3.0f);
+  in.w = tools::random_f32(static_cast<size_t>(T * H), seed + 2, positive ? 0.1f : -1.0f, 1.0f);
+  in.k_scale = tools::random_f32(static_cast<size_t>(N), seed + 3, 0.05f, 2.0f);
   if (kind == Scores::kEqual) std::fill(in.w.begin(), in.w.end(), 0.0f);
   if (kind == Scores::kRising) {
     for (int64_t s = 0; s < N; ++s) in.k_scale[s] = 1.0f + 0.01f * static_cast<float>(s);
   }
   if (kind == Scores::kSpecial) {
-    testing::Random rng(seed + 4);
+    tools::Random rng(seed + 4);
     for (int64_t s = 0; s < N; ++s) {
       const double u = rng.uniform(0.0, 1.0);
       if (u < 0.05) in.k_scale[s] = std::numeric_limits<float>::quiet_NaN();
@@ -148,10 +148,10 @@ std::vector<float> unfused_logits(const Inputs& in, const DeviceInputs& d, int64
 // Exact check against the unfused logits: the selection is the top-k of exactly those scores.
 void expect_exact_topk(const Inputs& in, const std::vector<int32_t>& got, const Selection& sel,
                        const std::vector<float>& logits, int64_t ldl) {
-  testing::TopkCheckOptions o;
+  tools::TopkCheckOptions o;
   o.rel_tol = 0.0;  // ties only between equal scores
   o.sorted = sel.sorted;
-  const testing::TopkCheck c = testing::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, logits.data(), ldl,
+  const tools::TopkCheck c = tools::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, logits.data(), ldl,
                                                    in.T, in.N, in.ks.data(), in.ke.data(), o);
   EXPECT_TRUE(c.passed) << c.description;
 }
@@ -189,9 +189,9 @@ void check_against_unfused(const Inputs& in, const Selection& sel, bool with_f64
     for (double x : ref) {
       if (std::isfinite(x)) max_abs = std::max(max_abs, std::abs(x));
     }
-    testing::TopkCheckOptions o;
+    tools::TopkCheckOptions o;
     o.abs_tol = 2e-3 * max_abs;
-    const testing::TopkCheck c = testing::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, ref.data(), in.N,
+    const tools::TopkCheck c = tools::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, ref.data(), in.N,
                                                      in.T, in.N, in.ks.data(), in.ke.data(), o);
     EXPECT_TRUE(c.passed) << c.description;
   }
@@ -206,7 +206,7 @@ TEST(FusedTopkGpu, SpecShapesEveryHeadCount) {
     for (int H : {4, 8, 16, 32, 64}) {
       for (int D : {128, 64}) {
         if (D == 64 && H != 64 && H != 8) continue;
-        const Inputs in = make_inputs(T, N, H, D, testing::random_key_ranges(T, N, seed, 0.1, 0.1), Scores::kRandom,
+        const Inputs in = make_inputs(T, N, H, D, tools::random_key_ranges(T, N, seed, 0.1, 0.1), Scores::kRandom,
                                       seed);
         for (int k : {16, 512}) check_against_unfused(in, {k, (seed & 1) != 0}, N <= 256);
         seed += 7;
@@ -218,7 +218,7 @@ TEST(FusedTopkGpu, SpecShapesEveryHeadCount) {
 // k = 1 and k = 2048, sorted and not, rows shorter and longer than k.
 TEST(FusedTopkGpu, EveryK) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const Inputs in = make_inputs(96, 6000, 64, 128, testing::random_key_ranges(96, 6000, 5, 0.1, 0.1), Scores::kRandom, 5);
+  const Inputs in = make_inputs(96, 6000, 64, 128, tools::random_key_ranges(96, 6000, 5, 0.1, 0.1), Scores::kRandom, 5);
   for (int k : {1, 16, 512, 2048}) {
     for (bool sorted : {false, true}) check_against_unfused(in, {k, sorted}, false);
   }
@@ -233,7 +233,7 @@ TEST(FusedTopkGpu, CausalWithCachedPrefixes) {
   for (const auto& batch : batches) {
     int64_t total_tokens = 0;
     for (const auto& s : batch) total_tokens += s.new_tokens;
-    testing::KeyRanges r;
+    tools::KeyRanges r;
     r.ks.resize(static_cast<size_t>(total_tokens));
     r.ke.resize(static_cast<size_t>(total_tokens));
     int64_t T = 0, N = 0;
@@ -252,7 +252,7 @@ TEST(FusedTopkGpu, AdversarialRows) {
   const int64_t T = 40, N = 20000;
   for (Scores kind : {Scores::kEqual, Scores::kRising, Scores::kSpecial}) {
     SCOPED_TRACE("scores kind " + std::to_string(static_cast<int>(kind)));
-    const Inputs in = make_inputs(T, N, 64, 128, testing::random_key_ranges(T, N, 9, 0.1, 0.1), kind, 9);
+    const Inputs in = make_inputs(T, N, 64, 128, tools::random_key_ranges(T, N, 9, 0.1, 0.1), kind, 9);
     for (bool sorted : {false, true}) check_against_unfused(in, {2048, sorted}, false);
     if (kind == Scores::kEqual) {
       // Every score is 0: the lowest k rows of each range win, in ascending order.
@@ -278,9 +278,9 @@ TEST(FusedTopkGpu, PageTable) {
   FP8DSA_SKIP_WITHOUT_GPU();
   const int64_t T = 64, N = 5000;
   const int page = 64, pages = (N + page - 1) / page;
-  const Inputs in = make_inputs(T, N, 32, 128, testing::full_key_ranges(T, N), Scores::kRandom, 21);
+  const Inputs in = make_inputs(T, N, 32, 128, tools::full_key_ranges(T, N), Scores::kRandom, 21);
   std::vector<int32_t> table(static_cast<size_t>(T * pages));
-  testing::Random rng(22);
+  tools::Random rng(22);
   for (auto& e : table) e = rng.bernoulli(0.05) ? -1 : static_cast<int32_t>(rng.uniform_int(0, 100000));
   const DeviceInputs d(in);
   DeviceBuffer<int32_t> d_table(table);
@@ -318,7 +318,7 @@ TEST(FusedTopkGpu, PageTable) {
 // Scorer then select, captured in a graph on a non-default stream: the same indices.
 TEST(FusedTopkGpu, GraphCapture) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const Inputs in = make_inputs(300, 9000, 64, 128, testing::random_key_ranges(300, 9000, 31, 0.1, 0.0),
+  const Inputs in = make_inputs(300, 9000, 64, 128, tools::random_key_ranges(300, 9000, 31, 0.1, 0.0),
                                 Scores::kRandom, 31);
   const DeviceInputs d(in);
   const std::vector<int32_t> eager = run_fused(in, d, {2048, false, 0});
@@ -353,7 +353,7 @@ TEST(FusedTopkGpu, GraphCapture) {
 TEST(FusedTopkGpu, LargeCausal) {
   FP8DSA_SKIP_WITHOUT_GPU();
   const int64_t T = 4096, N = 65536;
-  const Inputs in = make_inputs(T, N, 64, 128, testing::causal_key_ranges(T, N), Scores::kRandom, 41);
+  const Inputs in = make_inputs(T, N, 64, 128, tools::causal_key_ranges(T, N), Scores::kRandom, 41);
   const DeviceInputs d(in);
   const Selection sel{2048, false, 0};
   FusedTopkParams f;
@@ -384,7 +384,7 @@ TEST(FusedTopkGpu, LargeCausal) {
 
 TEST(FusedTopkGpu, RejectsSmallWorkspace) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const Inputs in = make_inputs(16, 4096, 64, 128, testing::full_key_ranges(16, 4096), Scores::kRandom, 51);
+  const Inputs in = make_inputs(16, 4096, 64, 128, tools::full_key_ranges(16, 4096), Scores::kRandom, 51);
   const DeviceInputs d(in);
   FusedTopkParams f;
   f.scores = d.params(in);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/fused_topk.h"
 
 namespace fp8dsa {
@@ -17,18 +17,18 @@ struct Batch {
   int H = 8, D = 64;
   std::vector<uint8_t> q, k;
   std::vector<float> w, k_scale;
-  testing::KeyRanges ranges;
+  tools::KeyRanges ranges;
   std::vector<int32_t> table, row_seq, row_pos_base;
   int page = 16, pages = 0;
 
   Batch() {
-    q = testing::random_e4m3(static_cast<size_t>(T * H * D), 1, -3.0f, 3.0f);
-    k = testing::random_e4m3(static_cast<size_t>(N * D), 2, -3.0f, 3.0f);
-    w = testing::random_f32(static_cast<size_t>(T * H), 3);
-    k_scale = testing::random_f32(static_cast<size_t>(N), 4, 0.05f, 2.0f);
-    ranges = testing::random_key_ranges(T, N, 5, 0.1, 0.1);
+    q = tools::random_e4m3(static_cast<size_t>(T * H * D), 1, -3.0f, 3.0f);
+    k = tools::random_e4m3(static_cast<size_t>(N * D), 2, -3.0f, 3.0f);
+    w = tools::random_f32(static_cast<size_t>(T * H), 3);
+    k_scale = tools::random_f32(static_cast<size_t>(N), 4, 0.05f, 2.0f);
+    ranges = tools::random_key_ranges(T, N, 5, 0.1, 0.1);
     pages = static_cast<int>((N + page - 1) / page);
-    testing::Random rng(6);
+    tools::Random rng(6);
     table.resize(static_cast<size_t>(T * pages));
     for (auto& e : table) e = rng.bernoulli(0.1) ? -1 : static_cast<int32_t>(rng.uniform_int(0, 5000));
     for (int64_t t = 0; t < T; ++t) {

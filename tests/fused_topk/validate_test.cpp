@@ -79,13 +79,29 @@ TEST(FusedTopkWorkspace, CandidateBuffersNotLogits) {
   EXPECT_EQ(fused_topk_impl::candidate_capacity(16), 768);
   EXPECT_EQ(fused_topk_impl::candidate_capacity(512), 1024);
   EXPECT_EQ(fused_topk_impl::candidate_capacity(2048), 4096);
-  p.select.k = 0;
-  EXPECT_EQ(fused_topk_workspace_bytes(p), 0u);
-  p = good_params();
-  p.scores.num_tokens = -5;
-  EXPECT_EQ(fused_topk_workspace_bytes(p), 0u);
   p.scores.num_tokens = 0;
   EXPECT_EQ(fused_topk_workspace_bytes(p), 0u);
+  // Rejected shapes: a Status naming the field, SIZE_MAX from the plain form.
+  struct Bad {
+    const char* field;
+    void (*apply)(FusedTopkParams*);
+  };
+  const Bad bad[] = {{"select.k", [](FusedTopkParams* q) { q->select.k = 0; }},
+                     {"select.k", [](FusedTopkParams* q) { q->select.k = 4096; }},
+                     {"scores.num_tokens", [](FusedTopkParams* q) { q->scores.num_tokens = -5; }},
+                     {"scores.num_keys", [](FusedTopkParams* q) { q->scores.num_keys = INT64_MAX; }},
+                     {"scores.num_heads", [](FusedTopkParams* q) { q->scores.num_heads = 12; }}};
+  for (const Bad& b : bad) {
+    p = good_params();
+    b.apply(&p);
+    size_t got = 7;
+    const Status s = fused_topk_workspace_bytes(p, &got);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << b.field;
+    EXPECT_NE(s.message().find(b.field), std::string::npos) << s.message();
+    EXPECT_EQ(got, 7u);
+    EXPECT_EQ(fused_topk_workspace_bytes(p), SIZE_MAX) << b.field;
+  }
+  EXPECT_EQ(fused_topk_workspace_bytes(good_params(), nullptr).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 namespace fp8dsa::hopper {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 constexpr int kM = 64;
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
@@ -28,7 +28,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 constexpr IndexerKernel kFastKernels[] = {IndexerKernel::kQResident, IndexerKernel::kKResident};
 
@@ -65,8 +65,8 @@ std::vector<float> run_and_check(Problem& pr, IndexerKernel kernel, bool fill_ma
     EXPECT_EQ(wrong, 0) << "masked cells must hold -inf";
   }
   if (ref != nullptr) {
-    const testing::IndexerCheck check =
-        testing::check_indexer_logits(got.data(), pr.host.ldl, ref->data(), pr.host.num_tokens,
+    const tools::IndexerCheck check =
+        tools::check_indexer_logits(got.data(), pr.host.ldl, ref->data(), pr.host.num_tokens,
                                       pr.host.num_keys, pr.ks.data(), pr.ke.data());
     EXPECT_TRUE(check.passed) << check.description;
     if (check.cells > 0) EXPECT_GT(check.max_abs_ref, 0.0);
@@ -99,7 +99,7 @@ TEST(IndexerFastGpu, SpecShapesEveryHeadCount) {
     for (int h : {4, 8, 16, 32, 64}) {
       Shape s{shape[0], shape[1], h};
       s.padded_strides = (h == 8 || h == 64) && shape[1] > 1;
-      const testing::KeyRanges r = testing::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
+      const tools::KeyRanges r = tools::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
       check_all_kernels(s, r.ks, r.ke, seed += 10, /*with_fill=*/h == 16 || h == 64);
     }
   }
@@ -111,7 +111,7 @@ TEST(IndexerFastGpu, HeadDim64EveryHeadCount) {
   for (int h : {4, 8, 16, 32, 64}) {
     Shape s{133, 517, h, 64};
     s.padded_strides = h == 32;
-    const testing::KeyRanges r = testing::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
+    const tools::KeyRanges r = tools::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
     check_all_kernels(s, r.ks, r.ke, seed += 10, h == 4);
   }
 }
@@ -121,7 +121,7 @@ TEST(IndexerFastGpu, FullRangesAndEmptyRows) {
   uint64_t seed = 73000;
   for (int h : {4, 32, 64}) {
     Shape s{77, 1000, h};
-    testing::KeyRanges r = testing::full_key_ranges(s.num_tokens, s.num_keys);
+    tools::KeyRanges r = tools::full_key_ranges(s.num_tokens, s.num_keys);
     for (int64_t t = 0; t < s.num_tokens; t += 5) r.ke[t] = r.ks[t] = static_cast<int32_t>((t * 37) % 1000);
     check_all_kernels(s, r.ks, r.ke, seed += 10, false);
   }
@@ -208,14 +208,14 @@ TEST(IndexerFastGpu, LargeRaggedCachePrefixBatchAgainstGpuReference) {
 // The benchmark shape: T = 4096 causal over N = 65536 (61440 cached), H = 64.
 TEST(IndexerFastGpu, LargeCausalAgainstGpuReference) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const testing::KeyRanges r = testing::causal_key_ranges(4096, 65536);
+  const tools::KeyRanges r = tools::causal_key_ranges(4096, 65536);
   check_against_gpu_reference(Shape{4096, 65536, 64}, r.ks, r.ke, 76000, {IndexerKernel::kQResident});
 }
 
 TEST(IndexerFastGpu, BadArgumentsAreRefused) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pr;
-  const testing::KeyRanges r = testing::full_key_ranges(16, 256);
+  const tools::KeyRanges r = tools::full_key_ranges(16, 256);
   make_problem(Shape{16, 256, 32}, r.ks, r.ke, 77000, &pr);
   for (IndexerKernel kernel : {IndexerKernel::kQResident, IndexerKernel::kKResident, IndexerKernel::kAuto}) {
     SCOPED_TRACE(indexer_kernel_name(kernel));
@@ -309,7 +309,7 @@ TEST(IndexerFastGpu, QResidentVariants) {
   using indexer_detail::QResidentShape;
   uint64_t seed = 78000;
   for (int h : {64, 32, 8}) {
-    const testing::KeyRanges r = testing::random_key_ranges(67, 1500, seed + 7, 0.1, 0.1);
+    const tools::KeyRanges r = tools::random_key_ranges(67, 1500, seed + 7, 0.1, 0.1);
     Problem pr;
     make_problem(Shape{67, 1500, h}, r.ks, r.ke, seed += 10, &pr);
     std::vector<double> ref;
@@ -335,7 +335,7 @@ TEST(IndexerFastGpu, QResidentVariants) {
         const auto owned = owned_cells(pr, false);
         EXPECT_TRUE(testing::all_written(got, owned, "logits"));
         EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
-        const testing::IndexerCheck check = testing::check_indexer_logits(
+        const tools::IndexerCheck check = tools::check_indexer_logits(
             got.data(), pr.host.ldl, ref.data(), pr.host.num_tokens, pr.host.num_keys, pr.ks.data(), pr.ke.data());
         EXPECT_TRUE(check.passed) << check.description;
         if (variant == 0) first = got;

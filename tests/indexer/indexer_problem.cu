@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 
 namespace fp8dsa::indexer_test {
 
@@ -15,10 +15,10 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   const int64_t w_stride = H + (s.padded_strides ? s.w_pad : 0);
   const int64_t k_stride = D + (s.padded_strides ? s.k_pad : 0);
   const int64_t ldl = (N + 3) / 4 * 4 + (s.padded_strides ? s.ldl_pad : 0);
-  pr->q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -s.qk_range, s.qk_range);
-  pr->k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -s.qk_range, s.qk_range);
-  pr->w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
-  pr->k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, s.k_scale_min, 2.0f);
+  pr->q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -s.qk_range, s.qk_range);
+  pr->k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -s.qk_range, s.qk_range);
+  pr->w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
+  pr->k_scale = tools::random_f32(static_cast<size_t>(N), seed + 3, s.k_scale_min, 2.0f);
   pr->ks = std::move(ks);
   pr->ke = std::move(ke);
 
@@ -39,13 +39,13 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   p.ke = pr->ke.data();
   p.ldl = ldl;
 
-  pr->d_q = testing::DeviceBuffer<uint8_t>(pr->q);
-  pr->d_k = testing::DeviceBuffer<uint8_t>(pr->k);
-  pr->d_w = testing::DeviceBuffer<float>(pr->w);
-  pr->d_k_scale = testing::DeviceBuffer<float>(pr->k_scale);
-  pr->d_ks = testing::DeviceBuffer<int32_t>(pr->ks);
-  pr->d_ke = testing::DeviceBuffer<int32_t>(pr->ke);
-  pr->d_logits = testing::DeviceBuffer<float>(static_cast<size_t>(T * ldl));
+  pr->d_q = tools::DeviceBuffer<uint8_t>(pr->q);
+  pr->d_k = tools::DeviceBuffer<uint8_t>(pr->k);
+  pr->d_w = tools::DeviceBuffer<float>(pr->w);
+  pr->d_k_scale = tools::DeviceBuffer<float>(pr->k_scale);
+  pr->d_ks = tools::DeviceBuffer<int32_t>(pr->ks);
+  pr->d_ke = tools::DeviceBuffer<int32_t>(pr->ke);
+  pr->d_logits = tools::DeviceBuffer<float>(static_cast<size_t>(T * ldl));
   IndexerParams& d = pr->device;
   d = p;
   d.q = pr->d_q.get();

@@ -29,9 +29,9 @@ struct IndexerProblem {
   std::vector<int32_t> ks, ke;
   IndexerParams host;
   IndexerParams device;
-  testing::DeviceBuffer<uint8_t> d_q, d_k;
-  testing::DeviceBuffer<float> d_w, d_k_scale, d_logits;
-  testing::DeviceBuffer<int32_t> d_ks, d_ke;
+  tools::DeviceBuffer<uint8_t> d_q, d_k;
+  tools::DeviceBuffer<float> d_w, d_k_scale, d_logits;
+  tools::DeviceBuffer<int32_t> d_ks, d_ke;
 };
 
 // Fresh random inputs (seeds seed .. seed + 3); key bounds as given (ks / ke of length T).

@@ -18,10 +18,10 @@
 
 #include <cuda_runtime.h>
 
-#include "device_data.h"
+#include "tools/device_random.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/scorers.h"
-#include "timing.h"
+#include "tools/timing.h"
 #include "tool_support.h"
 
 namespace fp8dsa {
@@ -50,10 +50,10 @@ Buffers allocate() {
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.logits, kMaxT * kMaxN * sizeof(float)));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.ks, kMaxT * sizeof(int32_t)));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&b.ke, kMaxT * sizeof(int32_t)));
-  FP8DSA_TOOL_CHECK_OK(bench::fill_random_e4m3(b.q, kMaxT * kMaxH * kD, 1, 2.0f, nullptr));
-  FP8DSA_TOOL_CHECK_OK(bench::fill_random_e4m3(b.k, kMaxN * kD, 2, 2.0f, nullptr));
-  FP8DSA_TOOL_CHECK_OK(bench::fill_random_uniform(b.w, kMaxT * kMaxH, 3, -1.0f, 1.0f, nullptr));
-  FP8DSA_TOOL_CHECK_OK(bench::fill_random_uniform(b.k_scale, kMaxN, 4, 0.5f, 1.5f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(tools::fill_random_e4m3(b.q, kMaxT * kMaxH * kD, 1, 2.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(tools::fill_random_e4m3(b.k, kMaxN * kD, 2, 2.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(tools::fill_random_uniform(b.w, kMaxT * kMaxH, 3, -1.0f, 1.0f, nullptr));
+  FP8DSA_TOOL_CHECK_OK(tools::fill_random_uniform(b.k_scale, kMaxN, 4, 0.5f, 1.5f, nullptr));
   FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
   return b;
 }
@@ -94,11 +94,11 @@ IndexerParams params_for(const Buffers& b, int64_t T, int64_t N, int H) {
 template <class Launch>
 double time_ms(Launch&& launch) {
   const auto run = [&](int warmup, int reps) {
-    bench::TimingConfig config;
+    tools::TimingConfig config;
     config.warmup = warmup;
     config.reps = reps;
-    bench::Timing timing;
-    FP8DSA_TOOL_CHECK_OK(bench::time_launches(nullptr, 1, config, [&](int) { return launch(); }, &timing));
+    tools::Timing timing;
+    FP8DSA_TOOL_CHECK_OK(tools::time_launches(nullptr, 1, config, [&](int) { return launch(); }, &timing));
     return timing.median_ms;
   };
   const double probe = run(0, 1);

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
@@ -23,7 +23,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 struct IndexerCase {
   std::string name;
@@ -53,8 +53,8 @@ indexer_test::ProblemShape shape_of(const IndexerCase& c) {
 
 // Causal or random key ranges (with empty and out-of-range rows), fill_masked as the case says.
 void make_problem(const IndexerCase& c, uint64_t seed, IndexerProblem* pr) {
-  testing::KeyRanges ranges = c.causal ? testing::causal_key_ranges(c.num_tokens, c.num_keys)
-                                       : testing::random_key_ranges(c.num_tokens, c.num_keys, seed + 4, 0.1, 0.1);
+  tools::KeyRanges ranges = c.causal ? tools::causal_key_ranges(c.num_tokens, c.num_keys)
+                                       : tools::random_key_ranges(c.num_tokens, c.num_keys, seed + 4, 0.1, 0.1);
   indexer_test::make_problem(shape_of(c), std::move(ranges.ks), std::move(ranges.ke), seed, pr);
   for (IndexerParams* p : {&pr->host, &pr->device}) {
     p->fill_masked = c.fill_masked;
@@ -88,7 +88,7 @@ void run_case(const IndexerCase& c, uint64_t seed) {
   run_and_check_coverage(pr, &got);
   if (::testing::Test::HasFatalFailure()) return;
 
-  const testing::IndexerCheck check = testing::check_indexer_logits(
+  const tools::IndexerCheck check = tools::check_indexer_logits(
       got.data(), pr.host.ldl, ref.data(), c.num_tokens, c.num_keys, pr.ks.data(),
       pr.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
@@ -172,7 +172,7 @@ TEST(IndexerReferenceGpu, CachePrefixBatchSampledTokens) {
     sample.ke = pr.ke.data() + t0;
     std::vector<double> ref;
     FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(sample, &ref));
-    const testing::IndexerCheck check = testing::check_indexer_logits(
+    const tools::IndexerCheck check = tools::check_indexer_logits(
         got.data() + t0 * pr.host.ldl, pr.host.ldl, ref.data(), 1, N, sample.ks, sample.ke);
     EXPECT_TRUE(check.passed) << "token " << t0 << ": " << check.description;
     EXPECT_EQ(check.cells, ke[t0] - ks[t0]);

@@ -6,8 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "common/memory_limit.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
@@ -41,11 +42,11 @@ double naive_logit(const IndexerParams& p, int64_t t, int64_t s) {
 struct Problem {
   std::vector<uint8_t> q, k;
   std::vector<float> w, k_scale, logits;
-  testing::KeyRanges ranges;
+  tools::KeyRanges ranges;
   IndexerParams params;
 };
 
-Problem make_problem(int64_t T, int64_t N, int H, int D, testing::KeyRanges ranges, uint64_t seed,
+Problem make_problem(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, uint64_t seed,
                      int64_t q_pad = 0, int64_t w_pad = 0, int64_t k_pad = 0, int64_t ldl_pad = 0) {
   Problem pr;
   const int64_t q_stride = int64_t{H} * D + q_pad;
@@ -53,10 +54,10 @@ Problem make_problem(int64_t T, int64_t N, int H, int D, testing::KeyRanges rang
   const int64_t k_stride = D + k_pad;
   // Logit rows must be 16-byte aligned (validate), so odd N always gets a padded ldl.
   const int64_t ldl = (N + 3) / 4 * 4 + ldl_pad;
-  pr.q = testing::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
-  pr.k = testing::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
-  pr.w = testing::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
-  pr.k_scale = testing::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
+  pr.q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
+  pr.k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
+  pr.w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
+  pr.k_scale = tools::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
   pr.logits.assign(static_cast<size_t>(T * ldl), kSentinel);
   pr.ranges = std::move(ranges);
   IndexerParams& p = pr.params;
@@ -209,13 +210,13 @@ struct Shape {
   bool padded;  // non-packed strides everywhere
 };
 
-testing::KeyRanges make_ranges(const Shape& s, uint64_t seed) {
+tools::KeyRanges make_ranges(const Shape& s, uint64_t seed) {
   switch (s.ranges) {
-    case Ranges::kFull: return testing::full_key_ranges(s.T, s.N);
-    case Ranges::kCausal: return testing::causal_key_ranges(s.T, s.N);
-    case Ranges::kRandom: return testing::random_key_ranges(s.T, s.N, seed, 0.1);
-    case Ranges::kRandomOutOfRange: return testing::random_key_ranges(s.T, s.N, seed, 0.1, 0.3);
-    case Ranges::kEmpty: return testing::random_key_ranges(s.T, s.N, seed, 1.0);  // every ks == ke
+    case Ranges::kFull: return tools::full_key_ranges(s.T, s.N);
+    case Ranges::kCausal: return tools::causal_key_ranges(s.T, s.N);
+    case Ranges::kRandom: return tools::random_key_ranges(s.T, s.N, seed, 0.1);
+    case Ranges::kRandomOutOfRange: return tools::random_key_ranges(s.T, s.N, seed, 0.1, 0.3);
+    case Ranges::kEmpty: return tools::random_key_ranges(s.T, s.N, seed, 1.0);  // every ks == ke
   }
   return {};
 }
@@ -262,7 +263,7 @@ TEST_P(IndexerReferenceShapes, MatchesNaiveFormula) {
   }
 
   // The f32 output passes the SPEC 6 check against the f64 reference (it is its rounding).
-  const testing::IndexerCheck check = testing::check_indexer_logits(
+  const tools::IndexerCheck check = tools::check_indexer_logits(
       pr.logits.data(), ldl, ref.data(), s.T, s.N, pr.ranges.ks.data(), pr.ranges.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_EQ(check.cells, in_range);
@@ -287,12 +288,56 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(IndexerReference, EmptyProblems) {
   // T = 0 and N = 0 are valid; nothing is written.
-  Problem pr = make_problem(3, 0, 4, 128, testing::KeyRanges{{0, 0, 0}, {0, 5, 0}}, 7);
+  Problem pr = make_problem(3, 0, 4, 128, tools::KeyRanges{{0, 0, 0}, {0, 5, 0}}, 7);
   pr.params.fill_masked = true;
   EXPECT_TRUE(reference::indexer_logits_cpu(pr.params).is_ok());
   IndexerParams none;
   none.num_heads = 4;
   EXPECT_TRUE(reference::indexer_logits_cpu(none).is_ok());
+}
+
+TEST(IndexerReference, DequantisesOnlyATileAtATime) {
+  // One token over 524288 keys (64 MB of e4m3 k): the reference must not copy k to f64 (512 MB).
+  // The child's address space allows the inputs plus 192 MB.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  constexpr int64_t kKeys = 524288;
+  constexpr int kHeads = 4, kDim = 128;
+  std::vector<uint8_t> q(kHeads * kDim, float_to_e4m3(1.0f)), k(static_cast<size_t>(kKeys * kDim), 0);
+  for (int64_t s = 0; s < kKeys; s += 4099) k[static_cast<size_t>(s * kDim)] = float_to_e4m3(2.0f);
+  std::vector<float> w(kHeads, 1.0f), k_scale(kKeys, 0.5f), logits(kKeys, kSentinel);
+  std::vector<int32_t> ks = {0}, ke = {static_cast<int32_t>(kKeys)};
+  IndexerParams p;
+  p.num_tokens = 1;
+  p.num_keys = kKeys;
+  p.num_heads = kHeads;
+  p.head_dim = kDim;
+  p.q = q.data();
+  p.w = w.data();
+  p.k = k.data();
+  p.k_scale = k_scale.data();
+  p.ks = ks.data();
+  p.ke = ke.data();
+  p.logits = logits.data();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{192} << 20, [&] {
+    if (!reference::indexer_logits_cpu(p).is_ok()) return 1;
+    // Key 4099 * 2: dot 2 per head, 4 heads, k_scale 0.5 -> 4; key 1: 0.
+    return logits[2 * 4099] == 4.0f && logits[1] == 0.0f ? 0 : 2;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
+TEST(IndexerReference, OutOfMemoryIsAStatus) {
+  // The f64 form returns [T, N] doubles: at T = 2^31 - 1, N = 2^30 - 4096 (valid: the f32 logits'
+  // extent fits in int64) that is more than a vector can hold. The std::length_error comes back as
+  // OutOfMemory (before the fix it escaped). Nothing is read: the allocation comes first.
+  Problem pr = make_problem(1, 4, 4, 128, tools::KeyRanges{{0}, {4}}, 11);
+  pr.params.num_tokens = std::numeric_limits<int32_t>::max();
+  pr.params.num_keys = (int64_t{1} << 30) - 4096;
+  pr.params.ldl = 0;
+  std::vector<double> logits;
+  const Status s = reference::indexer_logits_cpu_f64(pr.params, &logits);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();
+  EXPECT_NE(s.message().find("indexer reference"), std::string::npos) << s.to_string();
 }
 
 }  // namespace

@@ -152,9 +152,25 @@ TEST(IndexerValidate, RejectsBadLdl) {
   expect_rejected(p, StatusCode::kInvalidArgument, "ldl (299) must be >= num_keys (300)");
   p.ldl = 302;
   expect_rejected(p, StatusCode::kInvalidArgument, "ldl (302) must be a multiple of 4");
-  p = good_params();
-  p.num_keys = 301;  // packed ldl = 301 is not a multiple of 4
-  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (301)");
+  expect_rejected(p, StatusCode::kInvalidArgument, "pass ldl = 304");
+}
+
+TEST(IndexerValidate, PackedLdlMessageSaysWhatWasPassedAndWhatToPass) {
+  // ldl = 0 means packed; with N % 4 != 0 a packed row is not 16-byte aligned. The message names
+  // the 0 the caller passed, not the resolved N.
+  IndexerParams p = good_params();
+  p.num_keys = 301;
+  p.ldl = 0;
+  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (0, i.e. packed = num_keys = 301) must be a multiple of 4");
+  expect_rejected(p, StatusCode::kInvalidArgument, "pass ldl = 304 (num_keys rounded up to a multiple of 4)");
+  p.ldl = 304;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
+TEST(IndexerValidate, HugeLdlIsRejectedWithoutOverflow) {
+  IndexerParams p = good_params();
+  p.ldl = std::numeric_limits<int64_t>::max();
+  expect_rejected(p, StatusCode::kInvalidArgument, "must be a multiple of 4");
 }
 
 TEST(IndexerValidate, RejectsMisalignedPointers) {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/pipeline.h"
@@ -21,7 +21,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 constexpr int kIndexHeads = 64;
 constexpr int kIndexDim = 128;
@@ -46,12 +46,12 @@ struct Problem {
     ks.resize(64);
     ke.resize(64);
     EXPECT_TRUE(build_causal_bounds(seqs, ks.data(), ke.data(), &t, &n).is_ok());
-    index_q = testing::random_e4m3(t * kIndexHeads * kIndexDim, seed + 1, -2.0f, 2.0f);
-    index_k = testing::random_e4m3(n * kIndexDim, seed + 2, -2.0f, 2.0f);
-    w = testing::random_f32(t * kIndexHeads, seed + 3, -1.0f, 1.0f);
-    k_scale = testing::random_f32(n, seed + 4, 0.5f, 1.5f);
-    q = testing::random_e4m3(t * kHeads * kDqk, seed + 5, -1.0f, 1.0f);
-    kv = testing::random_e4m3(n * kDqk, seed + 6, -1.0f, 1.0f);
+    index_q = tools::random_e4m3(t * kIndexHeads * kIndexDim, seed + 1, -2.0f, 2.0f);
+    index_k = tools::random_e4m3(n * kIndexDim, seed + 2, -2.0f, 2.0f);
+    w = tools::random_f32(t * kIndexHeads, seed + 3, -1.0f, 1.0f);
+    k_scale = tools::random_f32(n, seed + 4, 0.5f, 1.5f);
+    q = tools::random_e4m3(t * kHeads * kDqk, seed + 5, -1.0f, 1.0f);
+    kv = tools::random_e4m3(n * kDqk, seed + 6, -1.0f, 1.0f);
     d_ks = DeviceBuffer<int32_t>(ks);
     d_ke = DeviceBuffer<int32_t>(ke);
     d_index_q = DeviceBuffer<uint8_t>(index_q);
@@ -123,7 +123,7 @@ TEST(PrefillGpu, MatchesCpuReferencesStageByStage) {
   const PrefillParams host = pb.params(true, nullptr, nullptr, nullptr);
   std::vector<double> ref_logits;
   FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(host.indexer, &ref_logits));
-  const testing::IndexerCheck ic = testing::check_indexer_logits(logits.data(), pb.n, ref_logits.data(), pb.t,
+  const tools::IndexerCheck ic = tools::check_indexer_logits(logits.data(), pb.n, ref_logits.data(), pb.t,
                                                                  pb.n, pb.ks.data(), pb.ke.data());
   EXPECT_TRUE(ic.passed) << ic.description;
 
@@ -145,7 +145,7 @@ TEST(PrefillGpu, MatchesCpuReferencesStageByStage) {
   FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_cpu_f64(at, &ref_out, &ref_lse, &ref_max));
   const std::vector<uint16_t> out = got.out.download();
   const std::vector<float> lse = got.lse.download(), max_logits = got.max_logits.download();
-  const testing::SparseMlaCheck check = testing::check_sparse_mla(
+  const tools::SparseMlaCheck check = tools::check_sparse_mla(
       {out.data(), 0, 0, lse.data(), max_logits.data()}, ref_out, ref_lse, ref_max, pb.t, kHeads, kDv);
   EXPECT_TRUE(check.passed) << check.description;
 }

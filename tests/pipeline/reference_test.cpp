@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "common/memory_limit.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/pipeline.h"
 #include "indexer/reference_cpu.h"
@@ -113,21 +115,21 @@ TEST(PrefillReference, MatchesStageChain) {
   constexpr int64_t kT = 7, kN = 301;  // N not a multiple of 4: padded logits rows
   constexpr int kH = 8, kD = 128, kHeads = 16, kTopk = 128;
   Prefill p;
-  p.iq = testing::random_e4m3(kT * kH * kD, 1, -3.0f, 3.0f);
-  p.ik = testing::random_e4m3(kN * kD, 2, -3.0f, 3.0f);
-  p.w = testing::random_f32(kT * kH, 3, -1.0f, 1.0f);
-  p.k_scale = testing::random_f32(kN, 4, 0.1f, 1.0f);
-  p.q = testing::random_e4m3(kT * kHeads * kDqk, 5, -2.0f, 2.0f);
-  p.kv = testing::random_e4m3(kN * kDqk, 6, -2.0f, 2.0f);
+  p.iq = tools::random_e4m3(kT * kH * kD, 1, -3.0f, 3.0f);
+  p.ik = tools::random_e4m3(kN * kD, 2, -3.0f, 3.0f);
+  p.w = tools::random_f32(kT * kH, 3, -1.0f, 1.0f);
+  p.k_scale = tools::random_f32(kN, 4, 0.1f, 1.0f);
+  p.q = tools::random_e4m3(kT * kHeads * kDqk, 5, -2.0f, 2.0f);
+  p.kv = tools::random_e4m3(kN * kDqk, 6, -2.0f, 2.0f);
   // Causal over a 294-key cache, plus a short row (all keys taken) and an empty one.
-  testing::KeyRanges r = testing::causal_key_ranges(kT, kN);
+  tools::KeyRanges r = tools::causal_key_ranges(kT, kN);
   r.ks[1] = 200;
   r.ke[1] = 250;
   r.ks[4] = r.ke[4] = 17;
   p.ks = r.ks;
   p.ke = r.ke;
   p.bind(kT, kN, kH, kD, kHeads, kTopk);
-  const std::vector<float> sink = testing::random_f32(kHeads, 7, -2.0f, 2.0f);
+  const std::vector<float> sink = tools::random_f32(kHeads, 7, -2.0f, 2.0f);
   p.params.attention.attn_sink = sink.data();
   p.params.attention.q_scale = 1.25f;
   ASSERT_TRUE(reference::prefill_cpu(p.params).is_ok());
@@ -173,18 +175,18 @@ TEST(PrefillReference, MatchesStageChain) {
     keys.resize(std::min<size_t>(keys.size(), kTopk));
     std::copy(keys.begin(), keys.end(), ref_indices.begin() + t * kTopk);
   }
-  const testing::TopkCheck topk_check = testing::check_topk(indices.data(), kTopk, kTopk, ref_logits.data(), kN,
+  const tools::TopkCheck topk_check = tools::check_topk(indices.data(), kTopk, kTopk, ref_logits.data(), kN,
                                                             kT, kN, p.ks.data(), p.ke.data());
   EXPECT_TRUE(topk_check.passed) << topk_check.description;
   SparseMlaParams fp = ap;
   fp.indices = ref_indices.data();
   std::vector<double> out, lse, max_logits;
   ASSERT_TRUE(reference::sparse_mla_cpu_f64(fp, &out, &lse, &max_logits).is_ok());
-  testing::SparseMlaOutputs got;
+  tools::SparseMlaOutputs got;
   got.out = p.out.data();
   got.lse = p.lse.data();
   got.max_logits = p.max_logits.data();
-  const testing::SparseMlaCheck check = testing::check_sparse_mla(got, out, lse, max_logits, kT, kHeads, kDv);
+  const tools::SparseMlaCheck check = tools::check_sparse_mla(got, out, lse, max_logits, kT, kHeads, kDv);
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_LT(check.rel_l2, 5e-3) << check.description;
   EXPECT_EQ(check.empty_rows, kHeads);  // token 4
@@ -192,12 +194,12 @@ TEST(PrefillReference, MatchesStageChain) {
 
 TEST(PrefillReference, RejectsInvalidParams) {
   Prefill p;
-  p.iq = testing::random_e4m3(4 * 128, 1);
-  p.ik = testing::random_e4m3(8 * 128, 2);
-  p.w = testing::random_f32(4, 3);
-  p.k_scale = testing::random_f32(8, 4, 0.5f, 1.0f);
-  p.q = testing::random_e4m3(8 * kDqk, 5);
-  p.kv = testing::random_e4m3(8 * kDqk, 6);
+  p.iq = tools::random_e4m3(4 * 128, 1);
+  p.ik = tools::random_e4m3(8 * 128, 2);
+  p.w = tools::random_f32(4, 3);
+  p.k_scale = tools::random_f32(8, 4, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(8 * kDqk, 5);
+  p.kv = tools::random_e4m3(8 * kDqk, 6);
   p.ks = {0};
   p.ke = {8};
   p.bind(1, 8, 4, 128, 8, 64);
@@ -209,6 +211,87 @@ TEST(PrefillReference, RejectsInvalidParams) {
   p.params.attention.num_kv = 8;
   p.params.topk = 100;
   EXPECT_FALSE(reference::prefill_cpu(p.params).is_ok());
+  p.params.topk = 64;
+  const int32_t lengths[1] = {8};
+  p.params.attention.topk_length = lengths;
+  s = reference::prefill_cpu(p.params);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("attention.topk_length must be null"), std::string::npos) << s.to_string();
+}
+
+TEST(PrefillReference, OutOfMemoryIsAStatus) {
+  // One token over 2^30 keys (an empty key range, so no input row is read): its logits row (4 GB)
+  // does not fit the child's 64 MB of headroom. The bad_alloc comes back as OutOfMemory (before
+  // the fix it escaped: the child aborted).
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  Prefill p;
+  p.iq = tools::random_e4m3(4 * 128, 1);
+  p.ik = tools::random_e4m3(8 * 128, 2);
+  p.w = tools::random_f32(4, 3);
+  p.k_scale = tools::random_f32(8, 4, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(8 * kDqk, 5);
+  p.kv = tools::random_e4m3(8 * kDqk, 6);
+  p.ks = {0};
+  p.ke = {0};
+  p.bind(1, int64_t{1} << 30, 4, 128, 8, 64);
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{64} << 20, [&] {
+    const Status s = reference::prefill_cpu(p.params);
+    if (s.code() != StatusCode::kOutOfMemory) return 1;
+    return s.message() == "prefill reference: out of host memory" ? 0 : 2;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
+TEST(PrefillReference, BlocksOfTokensGiveTheSameResult) {
+  // 200 tokens over 90000 keys: the logits go through in blocks of 186 tokens (2^24 floats), so
+  // the second block starts mid-batch. Stages run by hand on all tokens at once must agree bitwise.
+  constexpr int64_t kT = 200, kN = 90000;
+  constexpr int kH = 4, kD = 64, kHeads = 8, kTopk = 64;
+  // The large inputs from a cheap hash: e4m3 bytes with the exponent below 0111 (|x| < 1, never NaN).
+  auto hashed_e4m3 = [](size_t n, uint32_t seed) {
+    std::vector<uint8_t> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(((i + seed) * 2654435761u) >> 24) & 0xB7;
+    return bytes;
+  };
+  Prefill p;
+  p.iq = tools::random_e4m3(kT * kH * kD, 11);
+  p.ik = hashed_e4m3(kN * kD, 12);
+  p.w = tools::random_f32(kT * kH, 13);
+  p.k_scale = tools::random_f32(kN, 14, 0.5f, 1.0f);
+  p.q = tools::random_e4m3(kT * kHeads * kDqk, 15);
+  p.kv = hashed_e4m3(kN * kDqk, 16);
+  for (int64_t t = 0; t < kT; ++t) {
+    p.ks.push_back(static_cast<int32_t>(t * 400));  // short ranges keep the reference fast
+    p.ke.push_back(static_cast<int32_t>(t * 400 + 100 + t));
+  }
+  p.bind(kT, kN, kH, kD, kHeads, kTopk);
+  ASSERT_TRUE(reference::prefill_cpu(p.params).is_ok());
+
+  std::vector<float> logits(static_cast<size_t>(kT * kN));
+  IndexerParams ix = p.params.indexer;
+  ix.logits = logits.data();
+  ASSERT_TRUE(reference::indexer_logits_cpu(ix).is_ok());
+  std::vector<int32_t> indices(static_cast<size_t>(kT * kTopk));
+  TopkParams tk;
+  tk.num_rows = kT;
+  tk.num_keys = kN;
+  tk.logits = logits.data();
+  tk.ks = p.ks.data();
+  tk.ke = p.ke.data();
+  tk.k = kTopk;
+  tk.indices = indices.data();
+  ASSERT_TRUE(reference::topk_cpu(tk).is_ok());
+  std::vector<uint16_t> out(p.out.size());
+  std::vector<float> lse(p.lse.size());
+  SparseMlaParams at = p.params.attention;
+  at.indices = indices.data();
+  at.topk = kTopk;
+  at.out = out.data();
+  at.lse = lse.data();
+  at.max_logits = nullptr;
+  ASSERT_TRUE(reference::sparse_mla_cpu(at).is_ok());
+  EXPECT_EQ(out, p.out);
+  EXPECT_EQ(0, std::memcmp(lse.data(), p.lse.data(), lse.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -83,6 +83,21 @@ TEST(PrefillValidate, RejectsBadTopk) {
   }
 }
 
+TEST(PrefillValidate, RejectsTopkLength) {
+  // prefill sets each token's count itself (min(topk, ke - ks)); a caller's topk_length would be
+  // applied after an unsorted top-k, keeping an arbitrary subset on the GPU.
+  PrefillParams p = good_params();
+  p.attention.topk_length = at<const int32_t>(2560);
+  expect_rejected(p, StatusCode::kInvalidArgument, "attention.topk_length must be null");
+}
+
+TEST(PrefillValidate, RejectsAScaleProductOutsideF32) {
+  PrefillParams p = good_params();
+  p.attention.sm_scale = 1e20f;
+  p.attention.q_scale = 1e20f;
+  expect_rejected(p, StatusCode::kInvalidArgument, "sparse_mla: q_scale * kv_scale * sm_scale");
+}
+
 TEST(PrefillValidate, RejectsMismatchedStages) {
   PrefillParams p = good_params();
   p.attention.num_tokens = 178;

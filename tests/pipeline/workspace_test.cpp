@@ -90,11 +90,77 @@ TEST(PrefillWorkspace, EmptyBatchNeedsOnlyTheTopkWorkspace) {
 }
 
 TEST(PrefillWorkspace, SaturatesInsteadOfOverflowing) {
-  // T * ldl * 4 = 2^40 * 2^31 * 4 does not fit in 64 bits: the size saturates, it does not wrap.
+  // The largest valid shape: T * ldl * 4 = (2^31 - 1) * 2^31 * 4 plus the indices exceeds 64 bits.
+  // The number saturates, the Status form says why; neither wraps.
   PrefillParams p = small_params();
-  p.indexer.num_tokens = int64_t{1} << 40;
-  p.indexer.num_keys = int64_t{1} << 31;
+  p.indexer.num_tokens = std::numeric_limits<int32_t>::max();
+  p.indexer.num_keys = std::numeric_limits<int32_t>::max();
   EXPECT_EQ(prefill_workspace_bytes(p), std::numeric_limits<size_t>::max());
+  size_t bytes = 7;
+  const Status s = prefill_workspace_bytes(p, &bytes);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("does not fit in size_t"), std::string::npos) << s.message();
+  EXPECT_EQ(bytes, 7u);
+}
+
+TEST(PrefillWorkspace, RejectsSizesValidateRejects) {
+  // num_keys = INT64_MAX used to overflow (N + 3, undefined behaviour; 36864 bytes in Release).
+  PrefillParams p = small_params();
+  p.indexer.num_keys = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(prefill_workspace_bytes(p), std::numeric_limits<size_t>::max());
+  size_t bytes = 0;
+  Status s = prefill_workspace_bytes(p, &bytes);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("prefill: indexer: num_keys (9223372036854775807) must be in [0, 2147483647]"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(validate(p).message(), s.message());
+
+  p = small_params();
+  p.indexer.num_tokens = -1;
+  EXPECT_EQ(prefill_workspace_bytes(p), std::numeric_limits<size_t>::max());
+  EXPECT_NE(prefill_workspace_bytes(p, &bytes).message().find("num_tokens (-1)"), std::string::npos);
+}
+
+TEST(PrefillWorkspace, RejectsTopkValidateRejects) {
+  for (int topk : {-64, 0, 100, 4096}) {
+    PrefillParams p = small_params();
+    p.topk = topk;
+    EXPECT_EQ(prefill_workspace_bytes(p), std::numeric_limits<size_t>::max()) << topk;
+    size_t bytes = 0;
+    const Status s = prefill_workspace_bytes(p, &bytes);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("prefill: topk (" + std::to_string(topk) + ")"), std::string::npos) << s.message();
+    EXPECT_EQ(validate(p).message(), s.message());
+  }
+  size_t bytes = 0;
+  EXPECT_TRUE(prefill_workspace_bytes(small_params(), &bytes).is_ok());
+  EXPECT_EQ(bytes, prefill_workspace_bytes(small_params()));
+  EXPECT_EQ(prefill_workspace_bytes(small_params(), nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TopkWorkspace, RejectsShapesValidateRejects) {
+  TopkParams p;
+  p.num_rows = 16;
+  p.num_keys = 131072;
+  p.k = 2048;
+  size_t bytes = 0;
+  ASSERT_TRUE(topk_workspace_bytes(p, &bytes).is_ok());
+  EXPECT_EQ(bytes, topk_workspace_bytes(p));
+  for (int k : {-64, 0, 2049}) {
+    p.k = k;
+    EXPECT_EQ(topk_workspace_bytes(p), std::numeric_limits<size_t>::max()) << k;
+    const Status s = topk_workspace_bytes(p, &bytes);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("topk: k (" + std::to_string(k) + ") must be in [1, 2048]"), std::string::npos)
+        << s.message();
+  }
+  p.k = 64;
+  p.num_rows = -1;
+  EXPECT_EQ(topk_workspace_bytes(p), std::numeric_limits<size_t>::max());
+  p.num_rows = 4;
+  p.num_keys = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(topk_workspace_bytes(p), std::numeric_limits<size_t>::max());
 }
 
 TEST(Prefill, RejectsWorkspaceTooSmallWithBothSizes) {

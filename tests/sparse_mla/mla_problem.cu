@@ -5,12 +5,12 @@
 #include <cmath>
 #include <limits>
 
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "tools/mla_workload.h"
 
 namespace fp8dsa::mla_test {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -64,9 +64,9 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     for (int64_t r = 0; r < N; ++r) std::copy_n(w.kv.begin() + r * kDqk, kDqk, pr->kv.begin() + r * p.kv_row_stride);
     packed = std::move(w.indices);
   } else {
-    pr->q = testing::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
-    pr->kv = testing::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
-    packed = testing::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
+    pr->q = tools::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
+    pr->kv = tools::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
+    packed = tools::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
   }
   if (c.padded_strides) {
     // Padding bytes are e4m3 NaN: a kernel that reads them poisons its output.
@@ -81,10 +81,10 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
   for (int64_t t = 0; t < T; ++t)
     std::copy_n(packed.begin() + t * c.topk, c.topk, pr->indices.begin() + t * p.indices_stride);
   if (T > 1) {  // one token with no valid key at all
-    const std::vector<int32_t> invalid = testing::invalid_index_values(N);
+    const std::vector<int32_t> invalid = tools::invalid_index_values(N);
     for (int j = 0; j < c.topk; ++j) pr->indices[(T / 2) * p.indices_stride + j] = invalid[j % invalid.size()];
   }
-  testing::Random rng(seed + 3);
+  tools::Random rng(seed + 3);
   if (c.topk_length) {
     pr->topk_length.resize(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) {
@@ -99,7 +99,7 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     }
   }
   if (c.sink) {
-    pr->sink = testing::random_f32(static_cast<size_t>(h), seed + 4, -2.0f, 4.0f);
+    pr->sink = tools::random_f32(static_cast<size_t>(h), seed + 4, -2.0f, 4.0f);
     pr->sink[0] = kInf;             // the whole head's output vanishes
     pr->sink[h - 1] = -kInf;        // no effect
   }

@@ -46,10 +46,10 @@ struct MlaProblem {
   std::vector<int32_t> indices, topk_length;
   std::vector<float> sink;
   SparseMlaParams host, device;
-  testing::DeviceBuffer<uint8_t> d_q, d_kv;
-  testing::DeviceBuffer<int32_t> d_indices, d_topk_length;
-  testing::DeviceBuffer<float> d_sink, d_lse, d_max_logits;
-  testing::DeviceBuffer<uint16_t> d_out;
+  tools::DeviceBuffer<uint8_t> d_q, d_kv;
+  tools::DeviceBuffer<int32_t> d_indices, d_topk_length;
+  tools::DeviceBuffer<float> d_sink, d_lse, d_max_logits;
+  tools::DeviceBuffer<uint16_t> d_out;
 };
 
 void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr);

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
@@ -32,7 +32,7 @@ using mla_test::MlaCase;
 using mla_test::MlaProblem;
 using mla_test::out_cells;
 using mla_test::rerun_outputs;
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 
 // The reference kernel's cases: mla_test::MlaCase with the kernel set to kReference.
@@ -65,14 +65,14 @@ void run_case(const MlaCase& c, uint64_t seed) {
     EXPECT_TRUE(testing::untouched_outside(max_logits, [](size_t) { return false; }, "max_logits"));
   }
 
-  testing::SparseMlaOutputs got;
+  tools::SparseMlaOutputs got;
   got.out = out.data();
   got.out_token_stride = pr.host.out_token_stride;
   got.out_head_stride = pr.host.out_head_stride;
   got.lse = lse.data();
   got.max_logits = c.max_logits ? max_logits.data() : nullptr;
-  const testing::SparseMlaCheck check =
-      testing::check_sparse_mla(got, ref_out, ref_lse, ref_max, c.num_tokens, c.num_heads, kDv);
+  const tools::SparseMlaCheck check =
+      tools::check_sparse_mla(got, ref_out, ref_lse, ref_max, c.num_tokens, c.num_heads, kDv);
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 1) EXPECT_GE(check.empty_rows, c.num_heads);  // the all-invalid token
 }
@@ -118,7 +118,7 @@ TEST(SparseMlaReferenceGpu, SingleAndDuplicateKeyHandComputed) {
   pr.indices[5] = 7;                        // token 0: key 7 once
   pr.indices[pr.host.indices_stride + 0] = 7;  // token 1: key 7 twice
   pr.indices[pr.host.indices_stride + 63] = 7;
-  pr.d_indices.upload(pr.indices);
+  FP8DSA_ASSERT_STATUS_OK(pr.d_indices.upload(pr.indices));
   ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return reference::sparse_mla_gpu(pr.device); },
                                             rerun_outputs(pr)));
   const std::vector<uint16_t> out = pr.d_out.download();

@@ -7,9 +7,10 @@
 #include <limits>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/random_inputs.h"
-#include "common/sampled_mla_reference.h"
+#include "common/memory_limit.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
+#include "tools/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "sparse_mla/reference_cpu.h"
@@ -154,6 +155,69 @@ TEST(SparseMlaReference, TopkLength) {
   }
 }
 
+TEST(SparseMlaReference, TopkLengthOutsideZeroToTopkIsClamped) {
+  // topk_length is not validated (on the GPU it lives in device memory): a negative length counts
+  // as 0, one above topk as topk (sparse_mla.h).
+  Problem pr = hand_problem({{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
+  pr.topk_length = {-5, kHandTopk + 1000, INT_MIN};
+  pr.bind();
+  ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
+  for (int h = 0; h < kHandHeads; ++h) {
+    for (int t : {0, 2}) {
+      EXPECT_EQ(pr.lse[t * kHandHeads + h], INFINITY) << t;
+      EXPECT_EQ(pr.max_logits[t * kHandHeads + h], -INFINITY) << t;
+      EXPECT_EQ(pr.out_at(t, h, 0), 0.0) << t;
+    }
+    expect_row(pr, 1, h, 0.5 * 34 / 15, 0.5 * 17 / 15, 0.5 * 60.75 / 15, std::log(15.0), 3 * kL);
+  }
+}
+
+TEST(SparseMlaReference, RejectsAScaleProductOutsideF32) {
+  // Each scale is finite, their product is not an f32: every score would be +-inf, and lse = +inf
+  // is the "no valid key" marker.
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.params.sm_scale = 1e20f;
+  pr.params.q_scale = 1e20f;
+  const Status s = reference::sparse_mla_cpu(pr.params);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("q_scale * kv_scale * sm_scale"), std::string::npos) << s.to_string();
+  EXPECT_EQ(pr.lse[0], kLseSentinel);
+}
+
+TEST(SparseMlaReference, ReadsOnlyTheSelectedKvRows) {
+  // One token selecting 64 of 262144 kv rows (151 MB of e4m3): the reference must not dequantise the
+  // whole cache (1.2 GB of f64). The child's address space allows the inputs plus 320 MB.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  constexpr int64_t kRows = 262144;
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.kv.assign(static_cast<size_t>(kRows * kDqk), 0);
+  for (int j = 0; j < kHandTopk; ++j) pr.indices[j] = static_cast<int32_t>(j * 4099 % kRows);
+  pr.params.num_kv = kRows;
+  pr.bind();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{320} << 20, [&] {
+    return reference::sparse_mla_cpu(pr.params).is_ok() ? 0 : 1;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
+TEST(SparseMlaReference, OutOfMemoryIsAStatus) {
+  // T = INT32_MAX tokens: the per-token key lists alone exceed the child's 64 MB of headroom. The
+  // bad_alloc comes back as OutOfMemory (before the fix it escaped: the child aborted). The inputs
+  // are never read: the allocation fails first.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  Problem pr = hand_problem({{0, 1, 2}});
+  pr.params.num_tokens = std::numeric_limits<int32_t>::max();
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{64} << 20, [&] {
+    const Status public_call = reference::sparse_mla_cpu(pr.params);
+    if (public_call.code() != StatusCode::kOutOfMemory) return 1;
+    if (public_call.message() != "sparse_mla reference: out of host memory") return 2;
+    std::vector<double> out;
+    const Status f64_form = reference::sparse_mla_cpu_f64(pr.params, &out, nullptr, nullptr);
+    return f64_form.code() == StatusCode::kOutOfMemory ? 0 : 3;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
 TEST(SparseMlaReference, AttentionSink) {
   // Heads 0..3 (no rope shift, lse = ln 7 on t0): sinks -inf (factor 1), +inf (factor 0),
   // 0 (factor 7 / (7 + 1)) and 3L (factor 7 / (7 + 8)). Heads 4..7: sink 0, lse = ln 7 + L
@@ -261,18 +325,18 @@ struct Case {
 
 Problem random_problem(const Case& c, uint64_t seed) {
   Problem pr;
-  pr.q = testing::random_e4m3(static_cast<size_t>(c.T * c.h * kDqk), seed, -2.0f, 2.0f);
-  pr.kv = testing::random_e4m3(static_cast<size_t>(c.N * kDqk), seed + 1, -2.0f, 2.0f);
+  pr.q = tools::random_e4m3(static_cast<size_t>(c.T * c.h * kDqk), seed, -2.0f, 2.0f);
+  pr.kv = tools::random_e4m3(static_cast<size_t>(c.N * kDqk), seed + 1, -2.0f, 2.0f);
   // Distinct keys where they fit; otherwise (topk > N) duplicates, as FlashMLA allows.
-  pr.indices = testing::random_indices(c.T, c.topk, c.N, seed + 2, 0.15, c.topk <= c.N);
+  pr.indices = tools::random_indices(c.T, c.topk, c.N, seed + 2, 0.15, c.topk <= c.N);
   if (c.lengths) {
-    testing::Random rng(seed + 3);
+    tools::Random rng(seed + 3);
     for (int64_t t = 0; t < c.T; ++t) {
       pr.topk_length.push_back(t == 0 ? c.topk : static_cast<int32_t>(rng.uniform_int(0, c.topk)));
     }
   }
   if (c.sink) {
-    pr.sink = testing::random_f32(static_cast<size_t>(c.h), seed + 4, -3.0f, 3.0f);
+    pr.sink = tools::random_f32(static_cast<size_t>(c.h), seed + 4, -3.0f, 3.0f);
     pr.sink[0] = -INFINITY;
     pr.sink[1] = INFINITY;
   }
@@ -330,11 +394,11 @@ TEST_P(SparseMlaReferenceShapes, MatchesNaiveFormula) {
   }
 
   // And the bf16 output passes the SPEC 6 check against f64 (bf16 rounding only).
-  testing::SparseMlaOutputs got;
+  tools::SparseMlaOutputs got;
   got.out = pr.out.data();
   got.lse = pr.lse.data();
   got.max_logits = pr.max_logits.data();
-  const testing::SparseMlaCheck check = testing::check_sparse_mla(got, out, lse, max_logits, c.T, c.h, kDv);
+  const tools::SparseMlaCheck check = tools::check_sparse_mla(got, out, lse, max_logits, c.T, c.h, kDv);
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_LT(check.rel_l2, 5e-3) << check.description;
 }
@@ -415,13 +479,13 @@ TEST(SparseMlaCheck, DetectsEachFailure) {
   std::vector<double> out, lse, max_logits;
   ASSERT_TRUE(reference::sparse_mla_cpu_f64(pr.params, &out, &lse, &max_logits).is_ok());
   auto check = [&](const Problem& p) {
-    testing::SparseMlaOutputs got;
+    tools::SparseMlaOutputs got;
     got.out = p.out.data();
     got.lse = p.lse.data();
     got.max_logits = p.max_logits.data();
-    return testing::check_sparse_mla(got, out, lse, max_logits, 2, kHandHeads, kDv);
+    return tools::check_sparse_mla(got, out, lse, max_logits, 2, kHandHeads, kDv);
   };
-  const testing::SparseMlaCheck good = check(pr);
+  const tools::SparseMlaCheck good = check(pr);
   EXPECT_TRUE(good.passed) << good.description;
   EXPECT_EQ(good.empty_rows, kHandHeads);
 
@@ -450,11 +514,11 @@ TEST(SampledMlaReference, ChecksTheSampledTokensOnly) {
   pr.params.out_token_stride = int64_t{c.h} * kDv + 8;
   pr.reset_outputs();
   ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
-  testing::SampledMlaReference ref;
+  tools::SampledMlaReference ref;
   ASSERT_TRUE(ref.build(pr.params, 3).is_ok());
   EXPECT_EQ(ref.sampled_tokens(), 4);  // tokens 0, 3, 6, 9
   const auto check = [&](const Problem& p) { return ref.check(p.out.data(), p.lse.data(), p.max_logits.data()); };
-  const testing::SparseMlaCheck good = check(pr);
+  const tools::SparseMlaCheck good = check(pr);
   EXPECT_TRUE(good.passed) << good.description;
   EXPECT_LT(good.rel_l2, 5e-3) << good.description;
 
@@ -472,7 +536,7 @@ TEST(SampledMlaReference, ChecksTheSampledTokensOnly) {
   bad = pr;
   for (int d = 0; d < kDv; ++d) bad.out[6 * out_token + 2 * kDv + d] = float_to_bf16(100.0f);
   EXPECT_FALSE(check(bad).passed);
-  EXPECT_FALSE(testing::SampledMlaReference().build(pr.params, 0).is_ok());
+  EXPECT_FALSE(tools::SampledMlaReference().build(pr.params, 0).is_ok());
 }
 
 }  // namespace

@@ -9,17 +9,18 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
-#include "common/sampled_mla_reference.h"
+#include "tools/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "mla_problem.h"
@@ -51,7 +52,7 @@ void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vec
   EXPECT_TRUE(testing::all_written(*max_logits, everything, "max_logits"));
 }
 
-void print_check(const std::string& what, const testing::SparseMlaCheck& check) {
+void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
   std::printf("  [%s] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err %.2e worst err/limit %.2f\n",
               what.c_str(), check.rel_l2, check.cosine, check.max_lse_error, check.max_max_logits_error,
               check.worst_bound_ratio);
@@ -65,9 +66,9 @@ void run_case(const MlaCase& c, uint64_t seed) {
   std::vector<float> lse, max_logits;
   run_and_check_coverage(pr, &out, &lse, &max_logits);
   if (::testing::Test::HasFatalFailure()) return;
-  testing::SampledMlaReference ref;  // every token
+  tools::SampledMlaReference ref;  // every token
   FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
-  const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+  const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 1) EXPECT_GE(check.empty_rows, c.num_heads);  // the all-invalid token
   print_check(c.name() + (pr.workload.empty() ? "" : ", " + pr.workload), check);
@@ -136,6 +137,33 @@ TEST(SparseMlaFp8, SmallHeadCounts) {
   }
 }
 
+// topk_length is device memory, so it is clamped, not validated (sparse_mla.h): a length below 0
+// gives the same outputs as 0 and one above topk the same as topk, bitwise, on both kernels.
+TEST(SparseMlaFp8, TopkLengthOutsideRangeIsClamped) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (SparseMlaKernel kernel : {SparseMlaKernel::kFp8, SparseMlaKernel::kReference}) {
+    SCOPED_TRACE(sparse_mla_kernel_name(kernel));
+    MlaCase c{700, 256, 64, 4};
+    c.kernel = kernel;
+    MlaProblem pr;
+    mla_test::make_problem(c, 155000, &pr);
+    const std::vector<int32_t> outside = {-3, c.topk + 100, INT_MIN, INT_MAX};
+    const std::vector<int32_t> clamped = {0, c.topk, 0, c.topk};
+    std::vector<uint16_t> out[2];
+    std::vector<float> lse[2], max_logits[2];
+    for (int run = 0; run < 2; ++run) {
+      pr.d_topk_length = tools::DeviceBuffer<int32_t>(run == 0 ? outside : clamped);
+      pr.device.topk_length = pr.d_topk_length.get();
+      run_and_check_coverage(pr, &out[run], &lse[run], &max_logits[run]);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(out[0], out[1]);
+    EXPECT_EQ(0, std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(max_logits[0].data(), max_logits[1].data(), max_logits[0].size() * sizeof(float)));
+    for (int h = 0; h < c.num_heads; ++h) EXPECT_EQ(lse[0][h], INFINITY) << h;  // token 0: no key
+  }
+}
+
 TEST(SparseMlaFp8, EmptyCacheAndZeroTokens) {
   FP8DSA_SKIP_WITHOUT_GPU();
   run_case(MlaCase{0, 128, 64, 5, true, true}, 150000);  // N = 0: every index is invalid
@@ -157,7 +185,7 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
   std::fill(pr.indices.begin(), pr.indices.end(), -1);
   pr.indices[70] = 7;                               // token 0: key 7, in the second tile
   pr.indices[pr.host.indices_stride + 3] = 11;      // token 1: key 11, in the first tile
-  pr.d_indices.upload(pr.indices);
+  FP8DSA_ASSERT_STATUS_OK(pr.d_indices.upload(pr.indices));
   std::vector<uint16_t> out;
   std::vector<float> lse, max_logits;
   run_and_check_coverage(pr, &out, &lse, &max_logits);
@@ -214,7 +242,7 @@ void run_large(const MlaCase& c, uint64_t seed, int64_t every,
                const std::vector<sparse_mla::Fp8Tuning>& tunings = {{}}) {
   MlaProblem pr;
   mla_test::make_problem(c, seed, &pr);
-  testing::SampledMlaReference ref;
+  tools::SampledMlaReference ref;
   FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, every));
   for (const sparse_mla::Fp8Tuning& tuning : tunings) {
     const std::string label = c.name() + " " + tuning_label(tuning);
@@ -224,7 +252,7 @@ void run_large(const MlaCase& c, uint64_t seed, int64_t every,
     run_and_check_coverage(pr, &out, &lse, &max_logits,
                            [&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
     if (::testing::Test::HasFatalFailure()) return;
-    const testing::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+    const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
     if (tuning.qk_chains == sparse_mla::kDefaultQkChains) EXPECT_TRUE(check.passed) << check.description;
     print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
                 check);

@@ -16,7 +16,7 @@
 #include "fp8dsa/sparse_mla.h"
 #include "gemm_yardstick.h"
 #include "sparse_mla/launch.h"
-#include "timing.h"
+#include "tools/timing.h"
 #include "tool_support.h"
 #include "tools/mla_workload.h"
 
@@ -27,10 +27,10 @@ using fp8dsa::sparse_mla::SmallHeads;
 
 double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tuning) {
   const auto launch = [&](int) { return fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, tuning); };
-  fp8dsa::bench::TimingConfig config;
+  fp8dsa::tools::TimingConfig config;
   config.reps = reps;
-  fp8dsa::bench::Timing timing;
-  FP8DSA_TOOL_CHECK_OK(fp8dsa::bench::time_launches(nullptr, 1, config, launch, &timing));
+  fp8dsa::tools::Timing timing;
+  FP8DSA_TOOL_CHECK_OK(fp8dsa::tools::time_launches(nullptr, 1, config, launch, &timing));
   return timing.median_ms;
 }
 
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   }
 
   fp8dsa::bench::GemmYardstick gemm;
-  fp8dsa::bench::TimingConfig tc;
+  fp8dsa::tools::TimingConfig tc;
   tc.reps = reps;
   const fp8dsa::Status gs = fp8dsa::bench::run_fp8_gemm_yardstick(8192, 8192, 8192, tc, 0, nullptr, &gemm);
   if (!gs.is_ok()) std::fprintf(stderr, "gemm yardstick: %s\n", gs.to_string().c_str());

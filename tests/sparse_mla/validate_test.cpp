@@ -243,6 +243,22 @@ TEST(SparseMlaValidate, RejectsBadScales) {
   expect_rejected(p, StatusCode::kInvalidArgument, "sm_scale (0) must be finite and > 0");
 }
 
+TEST(SparseMlaValidate, RejectsAScaleProductOutsideF32) {
+  // Each scale finite and positive, the product (times log2 e, as the kernels use it) not an f32.
+  SparseMlaParams p = good_params();
+  p.sm_scale = 1e20f;
+  p.q_scale = 1e20f;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_scale * kv_scale * sm_scale (1e+20 * 1 * 1e+20 = 1e+40)");
+  p = good_params();
+  p.sm_scale = 1e-30f;
+  p.kv_scale = 1e-30f;
+  expect_rejected(p, StatusCode::kInvalidArgument, "must be a finite positive f32");
+  p = good_params();
+  p.sm_scale = 1e18f;
+  p.q_scale = 1e18f;  // 1.4e36: still an f32
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
 TEST(SparseMlaValidate, RejectsExtentOverflow) {
   SparseMlaParams p = good_params();
   p.kv_row_stride = int64_t{1} << 60;

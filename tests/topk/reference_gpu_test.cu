@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/topk.h"
 #include "topk/reference_cpu.h"
@@ -21,7 +21,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -34,7 +34,7 @@ struct TopkProblem {
   std::vector<int32_t> ks, ke;
 
   TopkProblem(int64_t n, uint64_t seed, int64_t num_rows) : num_keys(n), ldl(n + 4) {
-    logits = testing::random_f32(static_cast<size_t>(num_rows * ldl), seed, -8.0f, 8.0f);
+    logits = tools::random_f32(static_cast<size_t>(num_rows * ldl), seed, -8.0f, 8.0f);
     ks.assign(static_cast<size_t>(num_rows), 0);
     ke.assign(static_cast<size_t>(num_rows), 0);
   }
@@ -90,11 +90,11 @@ void check_against_cpu(TopkProblem& pb, int k, bool sorted, const std::string& w
   FP8DSA_ASSERT_STATUS_OK(reference::topk_cpu(host));
   const std::vector<int32_t> got = run_gpu(host, pb);
 
-  testing::TopkCheckOptions options;
+  tools::TopkCheckOptions options;
   options.rel_tol = 0.0;  // the same f32 scores: only exact ties may swap
   options.sorted = sorted;
-  const testing::TopkCheck check =
-      testing::check_topk(got.data(), host.ld_indices, k, pb.logits.data(), pb.ldl, pb.rows(),
+  const tools::TopkCheck check =
+      tools::check_topk(got.data(), host.ld_indices, k, pb.logits.data(), pb.ldl, pb.rows(),
                           pb.num_keys, pb.ks.data(), pb.ke.data(), options);
   EXPECT_TRUE(check.passed) << check.description;
 
@@ -120,7 +120,7 @@ TEST(TopkReferenceGpu, RowLengthsAroundKForEveryK) {
   for (int k : {1, 16, 512, 2048}) {
     const std::vector<int64_t> lengths = {0, 1, k - 1, k, k + 1, 4096, 32768};
     TopkProblem pb(32768 + 40, seed += 10, static_cast<int64_t>(lengths.size()) + 3);
-    testing::Random rng(seed);
+    tools::Random rng(seed);
     for (size_t i = 0; i < lengths.size(); ++i) {
       const int64_t lo = rng.uniform_int(0, pb.num_keys - lengths[i]);
       pb.set_range(static_cast<int64_t>(i), lo, lo + lengths[i]);
@@ -147,7 +147,7 @@ TEST(TopkReferenceGpu, LongRows131072And1M) {
     // Row 0: 5000 distinct values over 1M keys (~210 copies each), so the top 2048 span about ten
     // values and the threshold value has more copies than slots left. Row 1: continuous scores.
     TopkProblem pb(1 << 20, 210, 2);
-    testing::Random rng(211);
+    tools::Random rng(211);
     for (int64_t s = 0; s < pb.num_keys; ++s) pb.row(0)[s] = 0.37f * static_cast<float>(rng.uniform_int(0, 4999));
     pb.set_range(0, 0, 1 << 20);
     pb.set_range(1, 0, 1 << 20);
@@ -160,7 +160,7 @@ TEST(TopkReferenceGpu, NanInfAllEqualAndTiedRows) {
   FP8DSA_SKIP_WITHOUT_GPU();
   constexpr int64_t kLen = 4096;
   TopkProblem pb(kLen + 64, 300, 9);
-  testing::Random rng(301);
+  tools::Random rng(301);
   for (int64_t t = 0; t < pb.rows(); ++t) pb.set_range(t, 32, 32 + kLen);
   for (int64_t s = 0; s < pb.num_keys; ++s) {
     pb.row(0)[s] = 0.5f;                                                    // all equal
@@ -184,7 +184,7 @@ TEST(TopkReferenceGpu, PageTableTransform) {
   FP8DSA_SKIP_WITHOUT_GPU();
   constexpr int kPageSize = 64, kPagesPerSeq = 20, kTableStride = 25;
   TopkProblem pb(2048, 400, 8);
-  testing::Random rng(401);
+  tools::Random rng(401);
   for (int64_t t = 0; t < pb.rows(); ++t) {
     const int64_t lo = rng.uniform_int(0, 500);
     pb.set_range(t, lo, lo + rng.uniform_int(100, 1500));

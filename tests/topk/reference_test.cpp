@@ -9,8 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/random_inputs.h"
+#include "common/memory_limit.h"
+#include "tools/metrics.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/topk.h"
 #include "topk/reference_cpu.h"
 
@@ -108,6 +109,20 @@ TEST(TopkReference, RejectsInvalidParams) {
   EXPECT_FALSE(reference::topk_cpu(r.params).is_ok());
 }
 
+TEST(TopkReference, OutOfMemoryIsAStatus) {
+  // One row over 2^30 keys: its candidate list (8 GB) does not fit the child's 64 MB of headroom.
+  // The bad_alloc comes back as OutOfMemory (before the fix it escaped: the child aborted); the
+  // allocation comes before any logit is read.
+  if (!testing::address_space_limit_supported()) GTEST_SKIP() << "no address-space cap under a sanitizer";
+  Rows r(1, int64_t{1} << 30, 8, kTenScores, {0}, {1 << 30});
+  const testing::ChildResult child = testing::run_with_address_space_limit(size_t{64} << 20, [&] {
+    const Status s = reference::topk_cpu(r.params);
+    if (s.code() != StatusCode::kOutOfMemory) return 1;
+    return s.message() == "topk reference: out of host memory" ? 0 : 2;
+  });
+  EXPECT_TRUE(child.exited && child.code == 0) << child.describe();
+}
+
 // Page table for 2 sequences, page_size 4, 3 pages each; seq 1's page 1 is unmapped.
 //   seq 0: pages {5, 2, 9}    seq 1: pages {7, -1, 0}
 TEST(TopkReference, PageTableTransform) {
@@ -172,7 +187,7 @@ TEST_P(TopkReferenceLengths, DistinctScoresMatchFullSort) {
   constexpr int64_t kKeys = 32768 + 5;
   const std::vector<int64_t> lengths = {0, 1, k - 1, k, k + 1, 4096, 32768};
   const int64_t T = static_cast<int64_t>(lengths.size());
-  testing::Random rng(static_cast<uint64_t>(k));
+  tools::Random rng(static_cast<uint64_t>(k));
   std::vector<float> values(static_cast<size_t>(T * kKeys));
   std::vector<int32_t> ks, ke;
   for (int64_t t = 0; t < T; ++t) {
@@ -201,9 +216,9 @@ TEST_P(TopkReferenceLengths, DistinctScoresMatchFullSort) {
             << "row " << t << " length " << lengths[t];
       }
     }
-    testing::TopkCheckOptions options;
+    tools::TopkCheckOptions options;
     options.sorted = sorted;
-    const testing::TopkCheck check = testing::check_topk(r.indices.data(), k, k, values.data(), kKeys, T,
+    const tools::TopkCheck check = tools::check_topk(r.indices.data(), k, k, values.data(), kKeys, T,
                                                          kKeys, ks.data(), ke.data(), options);
     EXPECT_TRUE(check.passed) << check.description;
   }
@@ -217,7 +232,7 @@ TEST(TopkReference, AllEqualAndNonFiniteRows) {
   // Row 0: all equal. Row 1: all NaN. Row 2: all -inf. Row 3: mostly NaN with a few finite and -inf.
   // Row 4: +inf, finite and NaN mixed, random ties (scores from 8 values).
   std::vector<float> values(5 * kKeys);
-  testing::Random rng(99);
+  tools::Random rng(99);
   for (int64_t s = 0; s < kKeys; ++s) {
     values[0 * kKeys + s] = 1.5f;
     values[1 * kKeys + s] = kNaN;
@@ -232,9 +247,9 @@ TEST(TopkReference, AllEqualAndNonFiniteRows) {
     Rows r(5, kKeys, kK, values, ks, ke);
     r.params.sorted = sorted;
     ASSERT_TRUE(reference::topk_cpu(r.params).is_ok());
-    testing::TopkCheckOptions options;
+    tools::TopkCheckOptions options;
     options.sorted = sorted;
-    const testing::TopkCheck check = testing::check_topk(r.indices.data(), kK, kK, values.data(), kKeys, 5,
+    const tools::TopkCheck check = tools::check_topk(r.indices.data(), kK, kK, values.data(), kKeys, 5,
                                                          kKeys, ks.data(), ke.data(), options);
     EXPECT_TRUE(check.passed) << check.description;
     // Row 3: the 300 finite keys, then the 300 -inf ones, then NaN keys fill the rest.
@@ -255,11 +270,11 @@ TEST(TopkReference, AllEqualAndNonFiniteRows) {
 TEST(TopkReference, RandomRangesPassSharedCheck) {
   constexpr int64_t kT = 64, kKeys = 5000;
   constexpr int kK = 2048;
-  std::vector<float> values = testing::random_f32(kT * kKeys, 5, -3.0f, 3.0f);
-  const testing::KeyRanges ranges = testing::random_key_ranges(kT, kKeys, 6, 0.1, 0.2);
+  std::vector<float> values = tools::random_f32(kT * kKeys, 5, -3.0f, 3.0f);
+  const tools::KeyRanges ranges = tools::random_key_ranges(kT, kKeys, 6, 0.1, 0.2);
   Rows r(kT, kKeys, kK, values, ranges.ks, ranges.ke);
   ASSERT_TRUE(reference::topk_cpu(r.params).is_ok());
-  const testing::TopkCheck check = testing::check_topk(r.indices.data(), kK, kK, values.data(), kKeys, kT, kKeys,
+  const tools::TopkCheck check = tools::check_topk(r.indices.data(), kK, kK, values.data(), kKeys, kT, kKeys,
                                                        ranges.ks.data(), ranges.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_EQ(check.rows, kT);
@@ -270,9 +285,9 @@ TEST(TopkCheck, DetectsEachFailure) {
   const std::vector<float> scores = {3, -1, 7, kNaN, 7, -kInf, 2, 5, 0, 5.00001f};
   const std::vector<int32_t> ks = {0}, ke = {10};
   auto check = [&](std::vector<int32_t> row, bool sorted = false) {
-    testing::TopkCheckOptions o;
+    tools::TopkCheckOptions o;
     o.sorted = sorted;
-    return testing::check_topk(row.data(), static_cast<int64_t>(row.size()), static_cast<int>(row.size()),
+    return tools::check_topk(row.data(), static_cast<int64_t>(row.size()), static_cast<int>(row.size()),
                                scores.data(), 10, 1, 10, ks.data(), ke.data(), o);
   };
   EXPECT_TRUE(check({2, 4, 7}).passed);
@@ -283,7 +298,7 @@ TEST(TopkCheck, DetectsEachFailure) {
   EXPECT_EQ(check({2, 4, 10}).out_of_range, 1);
   EXPECT_EQ(check({2, 4, -1}).wrong_count, 1);
   EXPECT_EQ(check({7, 2, 4}, true).order_violations, 1);
-  const testing::TopkCheck all = check({2, 4, 7, 9, 0, 6, 8, 1, 5, 3, -1, -1});
+  const tools::TopkCheck all = check({2, 4, 7, 9, 0, 6, 8, 1, 5, 3, -1, -1});
   EXPECT_TRUE(all.passed) << all.description;
   EXPECT_EQ(check({2, 4, 7, 9, 0, 6, 8, 1, 5, -1, 3, -1}).misplaced_padding, 1);
   EXPECT_EQ(check({2, 4, 7, 9, 0, 6, 8, 1, 3, 5, -1, -1}, true).order_violations, 1);  // NaN before -inf

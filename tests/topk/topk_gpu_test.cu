@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/gpu_test.h"
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "common/poison.h"
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/topk.h"
 #include "topk/config.h"
@@ -26,7 +26,7 @@
 namespace fp8dsa {
 namespace {
 
-using testing::DeviceBuffer;
+using tools::DeviceBuffer;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -55,7 +55,7 @@ struct Problem {
 
   Problem(int64_t rows, int64_t n, int64_t row_stride, int k_, uint64_t seed) : num_keys(n), ldl(row_stride), k(k_) {
     ld_indices = k + 5;
-    logits = testing::random_f32(static_cast<size_t>(rows * ldl), seed, -6.0f, 6.0f);
+    logits = tools::random_f32(static_cast<size_t>(rows * ldl), seed, -6.0f, 6.0f);
     ks.assign(static_cast<size_t>(rows), 0);
     ke.assign(static_cast<size_t>(rows), static_cast<int32_t>(n));
   }
@@ -228,13 +228,13 @@ void check_all_paths(const Problem& pb, const std::string& name) {
   ASSERT_TRUE(reference::topk_cpu(hp_plain).is_ok());
 
   DeviceProblem dev(pb);
-  testing::TopkCheckOptions options;
+  tools::TopkCheckOptions options;
   options.rel_tol = 0.0;  // the kernel sees the same f32 scores: only exact ties may differ
   options.sorted = pb.sorted;
   for (const Path& path : paths_for(pb)) {
     SCOPED_TRACE(name + " / " + path.name + (pb.sorted ? " / sorted" : ""));
     const std::vector<int32_t> got = dev.run(path, false);
-    const testing::TopkCheck c = testing::check_topk(got.data(), pb.ld_indices, pb.k, pb.logits.data(), pb.ldl,
+    const tools::TopkCheck c = tools::check_topk(got.data(), pb.ld_indices, pb.k, pb.logits.data(), pb.ldl,
                                                      pb.rows(), pb.num_keys, pb.ks.data(), pb.ke.data(), options);
     EXPECT_TRUE(c.passed) << c.description;
     expect_same_selection(pb, got, ref_plain, name + " / " + path.name);
@@ -260,7 +260,7 @@ void spec_lengths_case(int k, bool sorted) {
   const int64_t n = 131072 + 45;
   Problem pb(static_cast<int64_t>(lengths.size()), n, n + 3, k, 1000 + k + sorted);
   pb.sorted = sorted;
-  testing::Random rng(77 + k);
+  tools::Random rng(77 + k);
   for (size_t i = 0; i < lengths.size(); ++i) {
     const int64_t len = std::max<int64_t>(lengths[i], 0);
     const int64_t lo = rng.uniform_int(0, n - len);
@@ -286,7 +286,7 @@ Problem adversarial_problem(int k, bool sorted) {
   const int rows = 20;
   Problem pb(rows, n, n + 1, k, 4242 + k);
   pb.sorted = sorted;
-  testing::Random rng(99 + k);
+  tools::Random rng(99 + k);
   auto fill = [&](int t, auto value) {
     for (int64_t i = 0; i < n; ++i) pb.row(t)[i] = value(i);
   };
@@ -339,7 +339,7 @@ TEST(TopkGpu, MillionKeyRows) {
   FP8DSA_SKIP_WITHOUT_GPU();
   const int64_t n = 1 << 20;
   Problem pb(2, n, n, 2048, 31337);
-  testing::Random rng(5);
+  tools::Random rng(5);
   for (int64_t i = 0; i < n; ++i) pb.row(1)[i] = static_cast<float>(rng.uniform(1.0, 1.25));
   check_all_paths(pb, "1M keys");
 }
@@ -348,7 +348,7 @@ TEST(TopkGpu, PageTableTransform) {
   FP8DSA_SKIP_WITHOUT_GPU();
   const int64_t n = 20000;
   Problem pb(6, n, n + 2, 512, 2024);
-  testing::Random rng(8);
+  tools::Random rng(8);
   pb.page_size = 64;
   pb.pages_per_seq = 200;  // positions past 12800 map to -1
   pb.page_table_stride = 203;
@@ -449,7 +449,7 @@ TEST(TopkGpuSmall, EveryPathSmallRows) {
   pb.page_size = 16;
   pb.pages_per_seq = 300;
   pb.page_table_stride = 300;
-  testing::Random rng(1);
+  tools::Random rng(1);
   pb.page_table.resize(7 * 300);
   for (auto& e : pb.page_table) e = static_cast<int32_t>(rng.uniform_int(-1, 900));
   check_all_paths(pb, "small sorted paged");

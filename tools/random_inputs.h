@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 
 // A seeded engine with the few draws the tests need.
 class Random {
@@ -61,4 +61,4 @@ KeyRanges causal_key_ranges(int64_t num_tokens, int64_t num_keys);
 // Every token sees the whole [0, num_keys).
 KeyRanges full_key_ranges(int64_t num_tokens, int64_t num_keys);
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

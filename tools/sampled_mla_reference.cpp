@@ -1,6 +1,6 @@
-#include "common/sampled_mla_reference.h"
+#include "tools/sampled_mla_reference.h"
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 
 Status SampledMlaReference::build(const SparseMlaParams& problem, int64_t every) {
   if (every < 1) return invalid_argument("SampledMlaReference: every must be >= 1");
@@ -32,4 +32,4 @@ SparseMlaCheck SampledMlaReference::check(const uint16_t* out, const float* lse,
   return check_sparse_mla(got, out_, lse_, max_logits_, sampled_.num_tokens, problem_.num_heads, problem_.d_v, tol);
 }
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

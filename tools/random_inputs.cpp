@@ -1,4 +1,4 @@
-#include "common/random_inputs.h"
+#include "tools/random_inputs.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,7 +9,7 @@
 
 #include "fp8dsa/fp8.h"
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 
 double Random::uniform(double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(engine_);
@@ -155,4 +155,4 @@ KeyRanges full_key_ranges(int64_t num_tokens, int64_t num_keys) {
   return r;
 }
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

@@ -1,4 +1,4 @@
-#include "common/metrics.h"
+#include "tools/metrics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "fp8dsa/fp8.h"
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 namespace {
 
 constexpr int kMaxReported = 5;  // failing rows quoted in a description
@@ -279,4 +279,4 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
   return c;
 }
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

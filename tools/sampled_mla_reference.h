@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/metrics.h"
+#include "tools/metrics.h"
 #include "fp8dsa/sparse_mla.h"
 #include "fp8dsa/status.h"
 #include "sparse_mla/reference_cpu.h"
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 
 class SampledMlaReference {
  public:
@@ -37,4 +37,4 @@ class SampledMlaReference {
   reference::SparseMlaScoreSpread spread_;
 };
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

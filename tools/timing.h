@@ -10,7 +10,7 @@
 
 #include "fp8dsa/status.h"
 
-namespace fp8dsa::bench {
+namespace fp8dsa::tools {
 
 struct TimingConfig {
   int warmup = 3;
@@ -34,4 +34,4 @@ int rotation_sets(size_t bytes_per_set, size_t l2_bytes, int max_sets = 16);
 Status time_launches(cudaStream_t stream, int num_sets, const TimingConfig& config,
                      const std::function<Status(int set)>& launch, Timing* out);
 
-}  // namespace fp8dsa::bench
+}  // namespace fp8dsa::tools

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace fp8dsa::testing {
+namespace fp8dsa::tools {
 
 // DeepGEMM's similarity metric 1 - 2*sum(x*y) / sum(x*x + y*y) (0 for identical inputs; defined
 // as 0 when both are all zero).
@@ -110,4 +110,4 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
                                 const std::vector<double>& ref_max_logits, int64_t num_tokens,
                                 int num_heads, int d_v, const SparseMlaTolerance& tolerance = {});
 
-}  // namespace fp8dsa::testing
+}  // namespace fp8dsa::tools

@@ -1,11 +1,11 @@
-#include "timing.h"
+#include "tools/timing.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "core/cuda_check.h"
 
-namespace fp8dsa::bench {
+namespace fp8dsa::tools {
 namespace {
 
 // Owns the events of one timed run; destroys them on every exit path.
@@ -75,4 +75,4 @@ Status time_launches(cudaStream_t stream, int num_sets, const TimingConfig& conf
   return Status::ok();
 }
 
-}  // namespace fp8dsa::bench
+}  // namespace fp8dsa::tools

@@ -1,4 +1,4 @@
-#include "device_data.h"
+#include "tools/device_random.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "core/cuda_check.h"
 #include "fp8dsa/indexer.h"
 
-namespace fp8dsa::bench {
+namespace fp8dsa::tools {
 namespace {
 
 constexpr int kFillThreads = 256;
@@ -68,39 +68,6 @@ int fill_blocks(size_t count) {
 
 }  // namespace
 
-DeviceBuffer::~DeviceBuffer() { reset(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    reset();
-    ptr_ = std::exchange(other.ptr_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
-
-Status DeviceBuffer::allocate(size_t bytes) {
-  reset();
-  if (bytes == 0) return Status::ok();
-  cudaError_t err = cudaMalloc(&ptr_, bytes);
-  if (err != cudaSuccess) {
-    ptr_ = nullptr;
-    return {StatusCode::kCudaError, "cudaMalloc of " + std::to_string(bytes) + " bytes: " +
-                                        cudaGetErrorString(err)};
-  }
-  bytes_ = bytes;
-  return Status::ok();
-}
-
-void DeviceBuffer::reset() {
-  if (ptr_ != nullptr) cudaFree(ptr_);  // a failing free at teardown has nobody to report to
-  ptr_ = nullptr;
-  bytes_ = 0;
-}
-
 Status fill_random_e4m3(void* out, size_t count, uint64_t seed, float scale, cudaStream_t stream) {
   if (count == 0) return Status::ok();
   fill_e4m3_kernel<<<fill_blocks(count), kFillThreads, 0, stream>>>(static_cast<uint8_t*>(out), count,
@@ -136,4 +103,4 @@ Status upload_causal_bounds(int64_t new_tokens, int64_t cached_keys, CausalBound
   return upload(ke, &out->ke);
 }
 
-}  // namespace fp8dsa::bench
+}  // namespace fp8dsa::tools

@@ -75,15 +75,17 @@ fi
 
 # compute-sanitizer on small cases. memcheck: every kernel at least once (the wgmma test GEMMs, both
 # indexer scorers at D = 128 and 64 with fill_masked, every top-k path, sparse MLA at h = 8, 16, 32,
-# 64 and an empty cache, the three GPU reference kernels, the whole prefill). racecheck (slow: shared
-# memory hazards): the sparse MLA kernel at h = 64 / 128 and the top-k paths.
+# 64 and an empty cache, the three GPU reference kernels, the whole prefill, the fused score +
+# top-k). racecheck (slow: shared memory hazards): the sparse MLA kernel at h = 64 / 128, the top-k
+# paths and the fused score + top-k.
 memcheck_filter='WgmmaE4m3Gemm.*:IndexerFastGpu.CausalWithCachePrefix:IndexerFastGpu.HeadDim64EveryHeadCount'
 memcheck_filter+=':IndexerReferenceGpu.CausalAndFillMasked:TopkGpuSmall.EveryPathSmallRows'
 memcheck_filter+=':TopkReferenceGpu.PageTableTransform:SparseMlaFp8.SpecShapesH64:SparseMlaFp8.SmallHeadCounts'
 memcheck_filter+=':SparseMlaFp8.EmptyCacheAndZeroTokens:SparseMlaReferenceGpu.SingleAndDuplicateKeyHandComputed'
-memcheck_filter+=':PrefillGpu.MatchesCpuReferencesStageByStage'
+memcheck_filter+=':PrefillGpu.MatchesCpuReferencesStageByStage:FusedTopkGpu.PageTable:FusedTopkGpu.RejectsSmallWorkspace'
 racecheck_filter='SparseMlaFp8.SingleKeyHandComputed:SparseMlaFp8.EmptyCacheAndZeroTokens'
 racecheck_filter+=':SparseMlaFp8.TopkLengthOutsideRangeIsClamped:TopkGpuSmall.EveryPathSmallRows'
+racecheck_filter+=':FusedTopkGpu.PageTable'
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ ${GPU_CHECK_SANITIZE:-1} != 0 && -x $build/fp8dsa_gpu_tests ]]; then
   if [[ -x $sanitizer ]]; then

@@ -10,6 +10,7 @@ namespace fp8dsa::python {
 void bind_conversions(nanobind::module_& m);
 void bind_indexer(nanobind::module_& m);
 void bind_topk(nanobind::module_& m);
+void bind_fused_topk(nanobind::module_& m);
 void bind_sparse_mla(nanobind::module_& m);
 void bind_prefill(nanobind::module_& m);
 

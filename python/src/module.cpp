@@ -10,6 +10,7 @@ NB_MODULE(_fp8dsa, m) {
   fp8dsa::python::bind_conversions(m);
   fp8dsa::python::bind_indexer(m);
   fp8dsa::python::bind_topk(m);
+  fp8dsa::python::bind_fused_topk(m);
   fp8dsa::python::bind_sparse_mla(m);
   fp8dsa::python::bind_prefill(m);
 }

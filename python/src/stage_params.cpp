@@ -120,6 +120,30 @@ void check_attention_out(const ArrayChecker& arrays, const AttentionArrays& v, c
   arrays.expect_extent(v.out, 2, p.d_v, "d_v");
 }
 
+namespace {
+
+const int32_t* optional_row_array(ArrayChecker& arrays, const char* name,
+                                  const std::optional<InputArray>& array, int64_t num_rows, const char* rows_from) {
+  if (!array) return nullptr;
+  return static_cast<const int32_t*>(arrays.vector(name, *array, "[T]", Element::kI32, num_rows, rows_from).data);
+}
+
+}  // namespace
+
+void set_page_table(ArrayChecker& arrays, const std::optional<InputArray>& page_table, int page_size,
+                    const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
+                    const char* rows_from, TopkParams* p) {
+  if (page_table) {
+    const ArrayView table = arrays.input("page_table", *page_table, {2}, "[B, P]", Element::kI32);
+    p->page_table = static_cast<const int32_t*>(table.data);
+    p->pages_per_seq = narrow_extent(arrays, table, 1);
+    p->page_table_stride = table.field_stride(0);
+  }
+  p->page_size = page_size;
+  p->row_seq = optional_row_array(arrays, "row_seq", row_seq, p->num_rows, rows_from);
+  p->row_pos_base = optional_row_array(arrays, "row_pos_base", row_pos_base, p->num_rows, rows_from);
+}
+
 Workspace aligned_workspace(ArrayChecker& arrays, const std::optional<OutputArray>& array) {
   constexpr uintptr_t align = kWorkspaceAlignment;
   if (!array) return {};

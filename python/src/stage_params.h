@@ -8,6 +8,7 @@
 
 #include "array_checks.h"
 #include "fp8dsa/indexer.h"
+#include "fp8dsa/topk.h"
 #include "fp8dsa/sparse_mla.h"
 
 namespace fp8dsa::python {
@@ -29,6 +30,12 @@ inline constexpr IndexerArrayNames kPrefillIndexerArrayNames{"index_q", "index_k
 IndexerParams indexer_params(ArrayChecker& arrays, const IndexerArrayNames& names, const InputArray& q,
                              const InputArray& k, const InputArray& k_scale,
                              const InputArray& weights, const InputArray& ks, const InputArray& ke);
+
+// The top-k's page-table transform (shared by topk() and indexer_topk()): page_table [B, P] i32,
+// row_seq / row_pos_base [T] i32 (T = p->num_rows, named in messages as rows_from), into *p.
+void set_page_table(ArrayChecker& arrays, const std::optional<InputArray>& page_table, int page_size,
+                    const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
+                    const char* rows_from, TopkParams* p);
 
 // FlashMLA's flash_mla_sparse_fwd layouts: q [T, h, d_qk], kv [N, d_qk] or [N, 1, d_qk], attn_sink
 // [h] f32, out [T, h, d_v] bf16, max_logits / lse [T, h] f32. Everything of SparseMlaParams but

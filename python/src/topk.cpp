@@ -12,13 +12,6 @@
 namespace fp8dsa::python {
 namespace {
 
-const int32_t* optional_row_array(ArrayChecker& arrays, const char* name,
-                                  const std::optional<InputArray>& array, int64_t num_rows) {
-  if (!array) return nullptr;
-  return static_cast<const int32_t*>(
-      arrays.vector(name, *array, "[T]", Element::kI32, num_rows, "logits' T").data);
-}
-
 TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const InputArray& ks,
                        const InputArray& ke, int k, bool sorted,
                        const std::optional<InputArray>& page_table, int page_size,
@@ -45,15 +38,7 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
   arrays.expect_extent(out_view, 0, p.num_rows, "logits' T");
   p.indices = static_cast<int32_t*>(out_view.data);
   p.ld_indices = out_view.field_stride(0);
-  if (page_table) {
-    const ArrayView table = arrays.input("page_table", *page_table, {2}, "[B, P]", Element::kI32);
-    p.page_table = static_cast<const int32_t*>(table.data);
-    p.pages_per_seq = narrow_extent(arrays, table, 1);
-    p.page_table_stride = table.field_stride(0);
-  }
-  p.page_size = page_size;
-  p.row_seq = optional_row_array(arrays, "row_seq", row_seq, p.num_rows);
-  p.row_pos_base = optional_row_array(arrays, "row_pos_base", row_pos_base, p.num_rows);
+  set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "logits' T", &p);
   raise_if_error(validate(p));
   arrays.expect_extent(out_view, 1, p.k, "k");
   return p;

@@ -1,0 +1,62 @@
+// _fp8dsa.indexer_topk / indexer_topk_workspace_bytes: the indexer's arrays (DeepGEMM's
+// fp8_mqa_logits layouts), the top-k's out [T, k] i32 and page-table arrays; no logits.
+#include <optional>
+
+#include <nanobind/stl/optional.h>
+
+#include "bindings.h"
+#include "library_call.h"
+#include "stage_params.h"
+#include "fp8dsa/fused_topk.h"
+
+namespace fp8dsa::python {
+namespace {
+
+size_t indexer_topk_workspace_bytes(int64_t num_tokens, int64_t num_keys, int num_heads, int k) {
+  FusedTopkParams p;
+  p.scores.num_tokens = num_tokens;
+  p.scores.num_keys = num_keys;
+  p.scores.num_heads = num_heads;
+  p.select.k = k;
+  size_t bytes = 0;
+  raise_if_error(fp8dsa::fused_topk_workspace_bytes(p, &bytes));
+  return bytes;
+}
+
+void indexer_topk(const InputArray& q, const InputArray& k, const InputArray& k_scale, const InputArray& weights,
+                  const InputArray& ks, const InputArray& ke, int topk, bool sorted,
+                  const std::optional<InputArray>& page_table, int page_size,
+                  const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
+                  const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream) {
+  ArrayChecker arrays("indexer_topk", Placement::kCuda);
+  FusedTopkParams p;
+  p.scores = indexer_params(arrays, kIndexerArrayNames, q, k, k_scale, weights, ks, ke);
+  const ArrayView out_view = arrays.output("out", out, {2}, "[T, k]", Element::kI32);
+  arrays.expect_extent(out_view, 0, p.scores.num_tokens, "q's T");
+  p.select.num_rows = p.scores.num_tokens;
+  p.select.k = topk;
+  p.select.sorted = sorted;
+  p.select.indices = static_cast<int32_t*>(out_view.data);
+  p.select.ld_indices = out_view.field_stride(0);
+  set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "q's T", &p.select);
+  raise_if_error(validate(p));
+  arrays.expect_extent(out_view, 1, topk, "k");
+  const Workspace space = aligned_workspace(arrays, workspace);
+  p.workspace = space.data;
+  p.workspace_bytes = space.bytes;
+  p.stream = as_stream(stream);
+  run_library_call(arrays.device_id(), [&] { return fp8dsa::fused_topk(p); });
+}
+
+}  // namespace
+
+void bind_fused_topk(nb::module_& m) {
+  m.def("indexer_topk_workspace_bytes", &indexer_topk_workspace_bytes, nb::arg("num_tokens"), nb::arg("num_keys"),
+        nb::arg("num_heads"), nb::arg("k"));
+  m.def("indexer_topk", &indexer_topk, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"), nb::arg("weights"),
+        nb::arg("ks"), nb::arg("ke"), nb::arg("topk"), nb::arg("sorted"), nb::arg("page_table").none(),
+        nb::arg("page_size"), nb::arg("row_seq").none(), nb::arg("row_pos_base").none(), nb::arg("out"),
+        nb::arg("workspace").none(), nb::arg("stream"));
+}
+
+}  // namespace fp8dsa::python

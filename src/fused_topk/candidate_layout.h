@@ -27,7 +27,7 @@ inline constexpr int kMaxCapacity = candidate_capacity(2048);  // the largest k 
 static_assert(candidate_capacity(1) - kTileKeys >= 1 && candidate_capacity(2048) - kTileKeys >= 2048,
               "a compaction always leaves room for one more tile");
 
-// Key splits of one token block: as the plain scorer chooses (fill the machine), at most this
+// Key splits of one token block (fused_topk.cpp: enough to give every SM a CTA), at most this
 // many, so the buffers of a few-token launch stay small.
 inline constexpr int kMaxKeySplits = 16;
 

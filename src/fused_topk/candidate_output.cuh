@@ -8,11 +8,14 @@
 //
 // Per (token, split) the workspace holds `capacity` slots (candidate_layout.h). Until the first
 // compaction every valid cell enters. When a tile leaves fewer than 64 free slots, the warpgroup
-// compacts the buffer: a radix select finds the k-th candidate, exactly k survive, and from then
-// on a cell enters only if its key is strictly above the k-th's (a later equal key ranks below
-// it). The threshold only rises, so a row with rising scores compacts often (slower, still exact);
-// all-equal rows, NaN and -inf rows are exact by the same order. select_candidates.cu merges the
-// splits of a token and writes its indices.
+// compacts the buffer: a radix select finds the bin of the k-th candidate, every candidate at or
+// above the bin's lowest value survives, and from then on a cell enters only if its key reaches
+// that value. Everything dropped or refused lies below at least k candidates, so it cannot be in
+// the top k. Where ties fill the bin (all-equal rows), the exact k-th is taken instead, exactly k
+// survive (its ties cut by row) and the floor becomes strictly above it: a later equal key has a
+// higher row and ranks below. The floor only rises, so a row with rising scores compacts often
+// (slower, still exact); NaN and -inf rows are exact by the same order. select_candidates.cu
+// merges the splits of a token and writes its indices.
 #pragma once
 
 #include <cstdint>
@@ -179,11 +182,17 @@ class CandidateOutput {
       v[j] = i < n ? keys[i] : 0u;
       if (i < n) present |= 1u << j;
     }
-    const SelectResult kth = sel.select(v, present, k);
-    // Of the keys equal to the k-th, keep the lowest rows: the (k - above)-th largest of ~row.
-    const uint32_t ties = k - kth.above;
+    // Usually one digit below the common prefix already isolates a bin of at most `slack` keys:
+    // every key at or above that bin's lowest value survives (at most k - 1 + slack of them, so a
+    // compaction frees at least half the room above k), and that value becomes a non-strict floor
+    // (keys equal to it may still enter; the select kernel keeps the lowest rows). Only when ties
+    // fill the bin is the exact k-th taken, with its ties cut by row and a strict floor.
+    const uint32_t slack = (static_cast<uint32_t>(a_.capacity) - k) / 2;
+    const SelectResult kth = sel.select(v, present, k, slack);
+    const bool by_bin = kth.equal <= slack;
     uint32_t last_row = 0x7FFFFFFFu;
-    if (kth.equal > ties) {  // rare
+    if (!by_bin) {  // exact k-th with too many ties: keep the lowest rows, the (k - above)-th largest of ~row
+      const uint32_t ties = k - kth.above;
       uint32_t tied = 0;
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
@@ -198,22 +207,23 @@ class CandidateOutput {
         if ((tied >> j) & 1u) v[j] = kth.value;
       }
     }
-    // Survivors below position k stay; each survivor at or above k moves into a hole (a non-survivor
-    // below k). Holes and movers are numbered by one scan; movers read their row from above k,
-    // which nothing overwrites.
+    const uint32_t kept = by_bin ? kth.above + kth.equal : k;
+    // Survivors below position `kept` stay; each survivor at or above it moves into a hole (a
+    // non-survivor below it). Holes and movers are numbered by one scan; movers read their row from
+    // above `kept`, which nothing overwrites.
     uint32_t hole_bits = 0, mover_bits = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t i = j * 128 + thread_;
       if (!((present >> j) & 1u)) continue;
-      const bool keep = v[j] > kth.value ||
-                        (v[j] == kth.value && (last_row == 0x7FFFFFFFu || static_cast<uint32_t>(rows[i]) <= last_row));
-      if (i < k && !keep) hole_bits |= 1u << j;
-      if (i >= k && keep) mover_bits |= 1u << j;
+      const bool keep = by_bin ? v[j] >= kth.value
+                               : v[j] > kth.value || (v[j] == kth.value && static_cast<uint32_t>(rows[i]) <= last_row);
+      if (i < kept && !keep) hole_bits |= 1u << j;
+      if (i >= kept && keep) mover_bits |= 1u << j;
     }
     const uint32_t packed = static_cast<uint32_t>(__popc(hole_bits)) | static_cast<uint32_t>(__popc(mover_bits)) << 16;
     const uint32_t before = sel.exclusive_sum(packed);
-    uint32_t* holes = s_->select.hist;  // k <= 2048 slots, free after the selects
+    uint32_t* holes = s_->select.hist;  // holes <= min(kept, n - kept) <= 2048 slots, free after the selects
     uint32_t next = before & 0xFFFFu;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
@@ -232,8 +242,9 @@ class CandidateOutput {
     }
     sel.sync();
     if (thread_ == 0) {
-      s_->count[u] = k;
-      s_->floor[u] = kth.value + 1u;  // the k-th's key is below +inf's + 1, never wraps
+      s_->count[u] = kept;
+      // by_bin: keys >= the bin's lowest value enter; exact: keys above the k-th (below +inf's + 1).
+      s_->floor[u] = by_bin ? kth.value : kth.value + 1u;
     }
     sel.sync();
   }

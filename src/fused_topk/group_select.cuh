@@ -27,9 +27,10 @@ struct GroupSelectShared {
 };
 
 struct SelectResult {
-  uint32_t value;  // the r-th largest value
-  uint32_t above;  // passing entries with a larger value
-  uint32_t equal;  // passing entries with exactly this value
+  uint32_t value;  // the r-th largest value; with an early stop, the lowest value of its bin
+  uint32_t above;  // passing entries above the bin (above the value when exact)
+  uint32_t equal;  // passing entries in the bin (equal to the value when exact)
+  bool exact;      // every bit resolved: value is the r-th largest itself
 };
 
 template <int kThreads>
@@ -46,9 +47,11 @@ class GroupSelect {
 
   __device__ void sync() const { hopper::named_barrier_sync(barrier_, kThreads); }
 
-  // v[j] passes when bit j of `pass` is set. Needs 1 <= r <= the number of passing entries.
+  // v[j] passes when bit j of `pass` is set. Needs 1 <= r <= the number of passing entries. With
+  // `enough` > 0 it stops as soon as the bin holding the r-th has at most `enough` entries: every
+  // entry >= the bin's lowest value is then among the top (r - 1) + enough.
   template <int kPer>
-  __device__ SelectResult select(const uint32_t (&v)[kPer], uint32_t pass, uint32_t r) const {
+  __device__ SelectResult select(const uint32_t (&v)[kPer], uint32_t pass, uint32_t r, uint32_t enough = 0) const {
     static_assert(kPer <= 32, "one pass bit per register");
     const int lane = thread_ % 32, warp = thread_ / 32;
     uint32_t lo = 0xFFFFFFFFu, hi = 0u;
@@ -99,8 +102,9 @@ class GroupSelect {
       above += bin_above;
       r -= bin_above;
       remaining = shift;
+      if (equal <= enough) break;
     }
-    return {prefix, above, equal};
+    return {prefix, above, equal, remaining == 0};
   }
 
   // Exclusive prefix sum of x over the warpgroup's threads (in thread order). Ends synchronised.

@@ -107,8 +107,16 @@ class GroupSelect {
     return {prefix, above, equal, remaining == 0};
   }
 
-  // Exclusive prefix sum of x over the warpgroup's threads (in thread order). Ends synchronised.
+  // Exclusive prefix sum of x over the group's threads (in thread order). Ends synchronised.
   __device__ uint32_t exclusive_sum(uint32_t x) const {
+    const uint32_t run = exclusive_sum_unsynced(x);
+    sync();  // warp_sums is free again
+    return run;
+  }
+
+ private:
+  // exclusive_sum without the closing barrier: warp_sums stays in use until the caller's next one.
+  __device__ uint32_t exclusive_sum_unsynced(uint32_t x) const {
     const int lane = thread_ % 32, warp = thread_ / 32;
     uint32_t inclusive = x;
 #pragma unroll
@@ -120,14 +128,11 @@ class GroupSelect {
     sync();
     uint32_t run = inclusive - x;
     for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
-    sync();
     return run;
   }
 
- private:
   // The bin (descending) holding the r-th largest: above < r <= above + count. Ends synchronised.
   __device__ void find_bin(uint32_t r) const {
-    const int lane = thread_ % 32, warp = thread_ / 32;
     uint32_t h[kBinsPerThread];
     uint32_t sum = 0;
 #pragma unroll
@@ -135,16 +140,7 @@ class GroupSelect {
       h[j] = s_->hist[kSelectBins - 1 - (thread_ * kBinsPerThread + j)];
       sum += h[j];
     }
-    uint32_t inclusive = sum;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
-      if (lane >= d) inclusive += up;
-    }
-    if (lane == 31) s_->warp_sums[warp] = inclusive;
-    sync();
-    uint32_t run = inclusive - sum;
-    for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
+    uint32_t run = exclusive_sum_unsynced(sum);
 #pragma unroll
     for (int j = 0; j < kBinsPerThread; ++j) {
       if (run < r && r <= run + h[j]) {

@@ -1,5 +1,6 @@
-// Internal, host side: the Q-resident scorer's grid shape, shared by the plain launch
-// (q_resident_launch.cuh) and the fused path, which sizes its per-(token, split) buffers with it.
+// Internal, host side: the Q-resident scorer's grid shape: the plain launch's key splits
+// (q_resident_launch.cuh) and the tokens of one CTA, which the fused path also needs for its own
+// split choice and per-(token, split) buffers (fused_topk.cpp).
 #pragma once
 
 #include <algorithm>

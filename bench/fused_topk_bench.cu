@@ -1,5 +1,6 @@
-// Fused score + top-k: T = 4096 new tokens over N - 4096 cached keys (causal), k = 2048, beside
-// the unfused path on the same inputs in the same run (indexer + top-k with its [T, N] logits),
+// Fused score + top-k: T new tokens over N - T cached keys (causal), k = 2048 (T = 4096: a prefill
+// chunk; T = 64: its tail, or decode with MTP, where key splits and their merge carry the work),
+// beside the unfused path on the same inputs in the same run (indexer + top-k with its [T, N] logits),
 // the indexer alone (the floor is a ratio to it) and the top-k alone on those logits (add it to
 // DeepGEMM's scoring time for "DeepGEMM + our top-k"). TFLOPS count the scorer's valid pairs.
 // After timing, the fused and unfused index sets are compared row by row.
@@ -21,15 +22,14 @@
 namespace fp8dsa::bench {
 namespace {
 
-constexpr int64_t kTokens = 4096;
 constexpr int kHeadDim = 128;
 constexpr int kTopk = 2048;
 
 // Rows whose index sets differ between two [T, k] outputs, and how many of those differ only by
 // keys that tie with the selection's lowest score (either answer is right).
 Status count_set_mismatches(const tools::DeviceBytes& a, const tools::DeviceBytes& b, const tools::DeviceBytes& logits,
-                            int64_t num_keys, int64_t* rows_differing, int64_t* rows_tied) {
-  std::vector<int32_t> ha(static_cast<size_t>(kTokens) * kTopk), hb(ha.size());
+                            int64_t num_tokens, int64_t num_keys, int64_t* rows_differing, int64_t* rows_tied) {
+  std::vector<int32_t> ha(static_cast<size_t>(num_tokens) * kTopk), hb(ha.size());
   if (cudaMemcpy(ha.data(), a.get(), ha.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
       cudaMemcpy(hb.data(), b.get(), hb.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
     return {StatusCode::kCudaError, "fused_topk bench: copying the indices back failed"};
@@ -37,7 +37,7 @@ Status count_set_mismatches(const tools::DeviceBytes& a, const tools::DeviceByte
   *rows_differing = 0;
   *rows_tied = 0;
   std::vector<float> row_logits(static_cast<size_t>(num_keys));
-  for (int64_t t = 0; t < kTokens; ++t) {
+  for (int64_t t = 0; t < num_tokens; ++t) {
     auto ra = ha.begin() + t * kTopk, rb = hb.begin() + t * kTopk;
     std::sort(ra, ra + kTopk);
     std::sort(rb, rb + kTopk);
@@ -59,15 +59,15 @@ Status count_set_mismatches(const tools::DeviceBytes& a, const tools::DeviceByte
   return Status::ok();
 }
 
-Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_heads) {
+Status bench_fused_shape(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads) {
   tools::CausalBounds bounds;
-  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(num_tokens, num_keys - num_tokens, &bounds));
   std::vector<IndexerInputs> inputs;
-  FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, num_heads, kHeadDim, &inputs));
+  FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, num_tokens, num_keys, num_heads, kHeadDim, &inputs));
   const int sets = static_cast<int>(inputs.size());
 
   IndexerParams scores;
-  scores.num_tokens = kTokens;
+  scores.num_tokens = num_tokens;
   scores.num_keys = num_keys;
   scores.num_heads = num_heads;
   scores.head_dim = kHeadDim;
@@ -76,8 +76,8 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
   scores.stream = ctx.stream;
 
   tools::DeviceBytes fused_indices, unfused_indices, fused_workspace, logits, topk_workspace;
-  FP8DSA_RETURN_IF_ERROR(fused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
-  FP8DSA_RETURN_IF_ERROR(unfused_indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
+  FP8DSA_RETURN_IF_ERROR(fused_indices.allocate(static_cast<size_t>(num_tokens) * kTopk * sizeof(int32_t)));
+  FP8DSA_RETURN_IF_ERROR(unfused_indices.allocate(static_cast<size_t>(num_tokens) * kTopk * sizeof(int32_t)));
   FusedTopkParams fused;
   fused.scores = scores;
   fused.select.k = kTopk;
@@ -88,11 +88,11 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
   fused.workspace_bytes = fused_workspace.bytes();
 
   // The unfused path: logits [T, N] (N is a multiple of 4 here), then the top-k.
-  FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
+  FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(num_tokens) * num_keys * sizeof(float)));
   IndexerParams indexer = scores;
   indexer.logits = logits.as<float>();
   TopkParams select;
-  select.num_rows = kTokens;
+  select.num_rows = num_tokens;
   select.num_keys = num_keys;
   select.logits = logits.as<float>();
   select.ks = scores.ks;
@@ -104,7 +104,7 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
   select.workspace = topk_workspace.get();
   select.workspace_bytes = topk_workspace.bytes();
 
-  const std::string shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"H", num_heads}, {"k", kTopk}}, "causal");
+  const std::string shape = shape_string({{"T", num_tokens}, {"N", num_keys}, {"H", num_heads}, {"k", kTopk}}, "causal");
   const auto flops = [&](double seconds, ResultRow& r) {
     r.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
   };
@@ -122,7 +122,7 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
       row, flops));
 
   row.shape = shape + " baseline=unfused";
-  row.kernel = "indexer + topk (logits " + std::to_string((size_t{4} * kTokens * num_keys) >> 20) + " MiB)";
+  row.kernel = "indexer + topk (logits " + std::to_string((size_t{4} * num_tokens * num_keys) >> 20) + " MiB)";
   FP8DSA_RETURN_IF_ERROR(time_and_record(
       ctx, sets,
       [&](int s) {
@@ -149,10 +149,11 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_keys, int num_head
   FP8DSA_RETURN_IF_ERROR(indexer_logits(inputs[0].params(indexer)));
   FP8DSA_RETURN_IF_ERROR(topk(select));
   int64_t differing = 0, tied = 0;
-  FP8DSA_RETURN_IF_ERROR(count_set_mismatches(fused_indices, unfused_indices, logits, num_keys, &differing, &tied));
+  FP8DSA_RETURN_IF_ERROR(
+      count_set_mismatches(fused_indices, unfused_indices, logits, num_tokens, num_keys, &differing, &tied));
   std::printf("  fused_topk %s: %lld of %lld rows differ from the unfused sets, %lld of them only by keys tied at the "
               "lowest selected score\n",
-              shape.c_str(), static_cast<long long>(differing), static_cast<long long>(kTokens),
+              shape.c_str(), static_cast<long long>(differing), static_cast<long long>(num_tokens),
               static_cast<long long>(tied));
   return Status::ok();
 }
@@ -164,7 +165,10 @@ Status run_fused_topk_bench(const BenchContext& ctx) {
       ctx.quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{8192, 32768, 65536, 131072};
   const std::vector<int> heads = ctx.quick ? std::vector<int>{64} : std::vector<int>{64, 32};
   for (int64_t n : keys) {
-    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_fused_shape(ctx, n, h));
+    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_fused_shape(ctx, 4096, n, h));
+  }
+  if (!ctx.quick) {
+    for (int64_t n : {65536, 131072}) FP8DSA_RETURN_IF_ERROR(bench_fused_shape(ctx, 64, n, 64));
   }
   return Status::ok();
 }

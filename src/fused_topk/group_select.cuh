@@ -114,24 +114,8 @@ class GroupSelect {
     return run;
   }
 
- private:
-  // exclusive_sum without the closing barrier: warp_sums stays in use until the caller's next one.
-  __device__ uint32_t exclusive_sum_unsynced(uint32_t x) const {
-    const int lane = thread_ % 32, warp = thread_ / 32;
-    uint32_t inclusive = x;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
-      if (lane >= d) inclusive += up;
-    }
-    if (lane == 31) s_->warp_sums[warp] = inclusive;
-    sync();
-    uint32_t run = inclusive - x;
-    for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
-    return run;
-  }
-
-  // The bin (descending) holding the r-th largest: above < r <= above + count. Ends synchronised.
+  // The bin (descending) of the shared histogram holding the r-th largest: found = {bin, above,
+  // count} with above < r <= above + count. Ends synchronised.
   __device__ void find_bin(uint32_t r) const {
     uint32_t h[kBinsPerThread];
     uint32_t sum = 0;
@@ -151,6 +135,23 @@ class GroupSelect {
       run += h[j];
     }
     sync();
+  }
+
+ private:
+  // exclusive_sum without the closing barrier: warp_sums stays in use until the caller's next one.
+  __device__ uint32_t exclusive_sum_unsynced(uint32_t x) const {
+    const int lane = thread_ % 32, warp = thread_ / 32;
+    uint32_t inclusive = x;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+      if (lane >= d) inclusive += up;
+    }
+    if (lane == 31) s_->warp_sums[warp] = inclusive;
+    sync();
+    uint32_t run = inclusive - x;
+    for (int w = 0; w < warp; ++w) run += s_->warp_sums[w];
+    return run;
   }
 
   Shared* s_;

@@ -5,8 +5,9 @@
 //
 // Up to kHeld candidates (two splits at k = 2048) are held in registers and selected there
 // (group_select.cuh); more are selected with global passes. The survivors are then sorted in
-// shared memory: by row offset over only the bits the row range needs, or (sorted) by
-// (score key, ~row) over 64 bits.
+// shared memory: as bits of a bitmap over the row range read back in order (ascending rows, the
+// range within kBitmapBits), by row offset over only the bits the range needs (a longer range), or
+// (sorted) by (score key, ~row) over 64 bits.
 #include <cstdint>
 
 #include <cub/block/block_radix_sort.cuh>
@@ -25,6 +26,8 @@ constexpr int kItems = topk_impl::kMaxK / kThreads;  // 4 sorted slots per threa
 constexpr int kPer = 16;                             // candidates held per thread
 constexpr uint32_t kHeld = kThreads * kPer;          // 8192
 constexpr uint32_t kBarrier = 1;
+constexpr uint32_t kBitmapWords = topk_impl::kMaxK * 2;  // the picked[] array seen as 32-bit words
+constexpr uint32_t kBitmapBits = kBitmapWords * 32;      // 131072 rows
 using Select = GroupSelect<kThreads>;
 
 struct SelectArgs {
@@ -54,7 +57,9 @@ __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row
 }
 
 // The k-th candidate over global memory when the row has more than kHeld: three fixed levels
-// (topk/config.h), each a pass over the candidates. Returns (key, last row kept among its ties).
+// (topk/config.h), each a pass over the candidates and a parallel search of the group's
+// histogram. Returns (key, last row kept among its ties).
+static_assert(kSelectBins == topk_impl::kNumBins, "the fixed levels' digits index the group's histogram");
 __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, uint32_t total, uint32_t k,
                                    uint32_t* kth_key, uint32_t* last_row) {
   uint32_t* hist = s.select.hist;
@@ -62,7 +67,6 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
   for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
   sel.sync();
   uint32_t r = k, prefix = 0, equal = 0;
-  __shared__ uint32_t found[3];
   for (int pass = 0; pass < 2; ++pass) {  // 0: the key; 1: among its ties, the row (as ~row)
     uint32_t vprefix = 0;
     for (int level = 0; level < 3; ++level) {
@@ -78,24 +82,12 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
         if ((v & pmask) == vprefix) atomicAdd(&hist[(v >> shift) & dmask], 1u);
       }
       sel.sync();
-      // The bin holding the r-th largest, found by thread 0 (this path is for rare long rows).
-      if (threadIdx.x == 0) {
-        uint32_t above = 0;
-        for (int b = topk_impl::kNumBins - 1; b >= 0; --b) {
-          if (above + hist[b] >= r) {
-            found[0] = b;
-            found[1] = above;
-            found[2] = hist[b];
-            break;
-          }
-          above += hist[b];
-        }
-      }
-      sel.sync();
+      sel.find_bin(r);  // the bin holding the r-th largest
+      const uint32_t bin = s.select.found[0], bin_above = s.select.found[1], bin_count = s.select.found[2];
       for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
-      vprefix |= found[0] << shift;
-      r -= found[1];
-      equal = found[2];
+      vprefix |= bin << shift;
+      r -= bin_above;
+      equal = bin_count;
       sel.sync();
     }
     if (pass == 0) {
@@ -162,14 +154,29 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     }
   }
 
-  // The survivors as sort keys: the row offset (ascending rows), or (score key, ~row) descending.
+  // The survivors: bits of a bitmap over the row range (ascending rows, the range within
+  // kBitmapBits), else sort keys: the row offset (ascending rows) or (score key, ~row) descending.
   const bool by_score = a.out.sorted;
   const int64_t row_lo = topk_impl::clamp_bound(a.out.ks[row], a.out.num_keys);
+  const int64_t row_hi = topk_impl::clamp_bound(a.out.ke[row], a.out.num_keys);
+  const uint32_t range = row_hi > row_lo ? static_cast<uint32_t>(row_hi - row_lo) : 1u;
+  const bool bitmap = !by_score && range <= kBitmapBits;
+  uint32_t* words = reinterpret_cast<uint32_t*>(s.picked);
+  const uint32_t num_words = (range + 31) / 32;
+  if (bitmap) {
+    for (uint32_t i = threadIdx.x; i < num_words; i += kThreads) words[i] = 0u;
+    sel.sync();
+  }
   auto pick = [&](uint32_t key, int64_t at) {
     const bool keep = total <= k || key > kth_key ||
                       (key == kth_key && (last_row == 0x7FFFFFFFu || static_cast<uint32_t>(a.rows[at]) <= last_row));
     if (!keep) return;
     const uint32_t key_row = static_cast<uint32_t>(a.rows[at]);
+    if (bitmap) {  // every candidate row is distinct: one bit each
+      const uint32_t offset = key_row - static_cast<uint32_t>(row_lo);
+      atomicOr(&words[offset / 32], 1u << (offset % 32));
+      return;
+    }
     const uint32_t slot = atomicAdd(&num_picked, 1u);
     s.picked[slot] = by_score ? (uint64_t{key} << 32 | ~key_row) : key_row - static_cast<uint32_t>(row_lo);
   };
@@ -185,8 +192,29 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     }
   }
   sel.sync();
-  const uint32_t selected = num_picked;
   int32_t* out = a.out.indices + row * a.out.ld_indices;
+  if (bitmap) {
+    // Thread t reads the range's words [t W, t W + W), W = ceil(words / kThreads) (every thread a
+    // share however short the range): its rows are ranks [before, before + its count), ascending.
+    const uint32_t per = (num_words + kThreads - 1) / kThreads;
+    const uint32_t first = min(threadIdx.x * per, num_words), last = min(first + per, num_words);
+    uint32_t mine = 0;
+    for (uint32_t i = first; i < last; ++i) mine += __popc(words[i]);
+    uint32_t rank = sel.exclusive_sum(mine);
+    for (uint32_t i = first; i < last; ++i) {
+      uint32_t w = words[i];
+      while (w != 0u) {
+        const int bit = __ffs(w) - 1;
+        w &= w - 1u;
+        out[rank++] = topk_impl::page_transform(a.out, row, static_cast<int32_t>(row_lo + int64_t{i} * 32 + bit));
+      }
+    }
+    // Ranks past the survivors (a row with fewer than k valid keys) are padding.
+    const uint32_t selected = total < k ? total : k;
+    for (uint32_t r = selected + threadIdx.x; r < k; r += kThreads) out[r] = -1;
+    return;
+  }
+  const uint32_t selected = num_picked;
   if (by_score) {
     uint64_t item[kItems];
 #pragma unroll
@@ -205,10 +233,8 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     }
     return;
   }
-  // Ascending rows: sort the offsets from the row start over the bits the range needs; the
-  // padding 2^bits - 1 lies above every offset.
-  const int64_t row_hi = topk_impl::clamp_bound(a.out.ke[row], a.out.num_keys);
-  const uint32_t range = row_hi > row_lo ? static_cast<uint32_t>(row_hi - row_lo) : 1u;
+  // Ascending rows over a long range: sort the offsets from the row start over the bits the range
+  // needs; the padding 2^bits - 1 lies above every offset.
   const int bits = 32 - __clz(range);
   uint32_t item[kItems];
 #pragma unroll

@@ -224,6 +224,18 @@ TEST(FusedTopkGpu, EveryK) {
   }
 }
 
+// Rows longer than the select kernel's bitmap of survivor rows (131072 rows): ascending rows then
+// come from its radix sort instead; a row of fewer rows ends the batch, which uses the bitmap.
+TEST(FusedTopkGpu, RowsLongerThanTheBitmap) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  tools::KeyRanges ranges = tools::full_key_ranges(6, 140000);
+  ranges.ks.back() = 140000 - 131072;  // exactly the bitmap's reach
+  const Inputs in = make_inputs(6, 140000, 64, 128, std::move(ranges), Scores::kRandom, 11);
+  for (int k : {16, 2048}) {
+    for (bool sorted : {false, true}) check_against_unfused(in, {k, sorted}, false);
+  }
+}
+
 // Causal rows over cached prefixes: the buffers fill and compact many times per row.
 TEST(FusedTopkGpu, CausalWithCachedPrefixes) {
   FP8DSA_SKIP_WITHOUT_GPU();

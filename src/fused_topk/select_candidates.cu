@@ -49,9 +49,11 @@ struct Smem {
   uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
 };
 
-// Where the row's f-th candidate lives (splits concatenated).
-__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
-  int split = 0;
+// Where the row's f-th candidate lives (splits concatenated). split is the caller's cursor, only
+// moved forward: each loop visits a thread's f in ascending order from split 0, so the walk over
+// the splits costs one step per split, not one per candidate.
+__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f,
+                                                int& split) {
   while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
   return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
 }
@@ -73,9 +75,10 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
       const uint32_t pmask = topk_impl::level_prefix_mask(level);
       const int shift = topk_impl::level_shift(level);
       const uint32_t dmask = topk_impl::level_digit_mask(level);
+      int split = 0;
 #pragma unroll 4
       for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
-        const int64_t at = candidate_at(a, row, s, f);
+        const int64_t at = candidate_at(a, row, s, f, split);
         const uint32_t key = a.keys[at];
         if (pass == 1 && key != prefix) continue;
         const uint32_t v = pass == 0 ? key : ~static_cast<uint32_t>(a.rows[at]);
@@ -125,10 +128,11 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   uint32_t present = 0;
   const bool held = total <= kHeld;
   if (held) {
+    int split = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t f = j * kThreads + threadIdx.x;
-      v[j] = f < total ? a.keys[candidate_at(a, row, s, f)] : 0u;
+      v[j] = f < total ? a.keys[candidate_at(a, row, s, f, split)] : 0u;
       if (f < total) present |= 1u << j;
     }
   }
@@ -139,12 +143,13 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       const uint32_t ties = k - kth.above;
       if (kth.equal > ties) {  // keep the lowest rows among the keys equal to the k-th
         uint32_t tied = 0, w[kPer];
+        int split = 0;
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
           w[j] = 0u;
           if (((present >> j) & 1u) && v[j] == kth_key) {
             tied |= 1u << j;
-            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x)]);
+            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x, split)]);
           }
         }
         last_row = ~sel.select(w, tied, ties).value;
@@ -181,13 +186,15 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     s.picked[slot] = by_score ? (uint64_t{key} << 32 | ~key_row) : key_row - static_cast<uint32_t>(row_lo);
   };
   if (held) {
+    int split = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x));
+      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x, split));
     }
   } else {
+    int split = 0;
     for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
-      const int64_t at = candidate_at(a, row, s, f);
+      const int64_t at = candidate_at(a, row, s, f, split);
       pick(a.keys[at], at);
     }
   }

@@ -49,9 +49,17 @@ struct Smem {
   uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
 };
 
-// Where the row's f-th candidate lives (splits concatenated). split is the caller's cursor, only
-// moved forward: each loop visits a thread's f in ascending order from split 0, so the walk over
-// the splits costs one step per split, not one per candidate.
+// Where the row's f-th candidate lives (splits concatenated).
+__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
+  int split = 0;
+  while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
+  return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
+}
+
+// The same for the loops over more than kHeld candidates (up to 16 splits' worth): split is the
+// loop's cursor, only moved forward, as each thread visits its f in ascending order from split 0,
+// so the walk over the splits costs a step per split, not a search per candidate (T = 64, N = 64K:
+// 0.44 -> 0.30 ms). The held paths keep the search above: the cursor cost them 4% at T = 4096.
 __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f,
                                                 int& split) {
   while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
@@ -128,11 +136,10 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   uint32_t present = 0;
   const bool held = total <= kHeld;
   if (held) {
-    int split = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t f = j * kThreads + threadIdx.x;
-      v[j] = f < total ? a.keys[candidate_at(a, row, s, f, split)] : 0u;
+      v[j] = f < total ? a.keys[candidate_at(a, row, s, f)] : 0u;
       if (f < total) present |= 1u << j;
     }
   }
@@ -143,13 +150,12 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       const uint32_t ties = k - kth.above;
       if (kth.equal > ties) {  // keep the lowest rows among the keys equal to the k-th
         uint32_t tied = 0, w[kPer];
-        int split = 0;
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
           w[j] = 0u;
           if (((present >> j) & 1u) && v[j] == kth_key) {
             tied |= 1u << j;
-            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x, split)]);
+            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x)]);
           }
         }
         last_row = ~sel.select(w, tied, ties).value;
@@ -186,10 +192,9 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     s.picked[slot] = by_score ? (uint64_t{key} << 32 | ~key_row) : key_row - static_cast<uint32_t>(row_lo);
   };
   if (held) {
-    int split = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x, split));
+      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x));
     }
   } else {
     int split = 0;

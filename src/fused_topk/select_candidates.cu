@@ -49,21 +49,21 @@ struct Smem {
   uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
 };
 
-// Where the row's f-th candidate lives (splits concatenated).
-__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
-  int split = 0;
-  while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
-  return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
-}
-
-// The same for the loops over more than kHeld candidates (up to 16 splits' worth): split is the
-// loop's cursor, only moved forward, as each thread visits its f in ascending order from split 0,
-// so the walk over the splits costs a step per split, not a search per candidate (T = 64, N = 64K:
-// 0.44 -> 0.30 ms). The held paths keep the search above: the cursor cost them 4% at T = 4096.
+// Where the row's f-th candidate lives (splits concatenated), searching the splits from `split`
+// on. The loops over more than kHeld candidates (up to 16 splits' worth) keep split as a cursor,
+// only moved forward, as each thread visits its f in ascending order from split 0: a step per
+// split, not a search per candidate (T = 64, N = 64K: 0.44 -> 0.30 ms).
 __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f,
                                                 int& split) {
   while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
   return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
+}
+
+// A search from split 0, for the register-held paths (a cursor carried through their unrolled
+// loops cost them 4% at T = 4096).
+__device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
+  int split = 0;
+  return candidate_at(a, row, s, f, split);
 }
 
 // The k-th candidate over global memory when the row has more than kHeld: three fixed levels

@@ -66,14 +66,7 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_tokens, int64_t nu
   FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, num_tokens, num_keys, num_heads, kHeadDim, &inputs));
   const int sets = static_cast<int>(inputs.size());
 
-  IndexerParams scores;
-  scores.num_tokens = num_tokens;
-  scores.num_keys = num_keys;
-  scores.num_heads = num_heads;
-  scores.head_dim = kHeadDim;
-  scores.ks = bounds.ks.as<int32_t>();
-  scores.ke = bounds.ke.as<int32_t>();
-  scores.stream = ctx.stream;
+  const IndexerParams scores = causal_indexer_shape(ctx, num_tokens, num_keys, num_heads, kHeadDim, bounds);
 
   tools::DeviceBytes fused_indices, unfused_indices, fused_workspace, logits, topk_workspace;
   FP8DSA_RETURN_IF_ERROR(fused_indices.allocate(static_cast<size_t>(num_tokens) * kTopk * sizeof(int32_t)));

@@ -22,15 +22,8 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
   tools::DeviceBytes logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * num_keys * sizeof(float)));
 
-  IndexerParams base;
-  base.num_tokens = kTokens;
-  base.num_keys = num_keys;
-  base.num_heads = num_heads;
-  base.head_dim = kHeadDim;
-  base.ks = bounds.ks.as<int32_t>();
-  base.ke = bounds.ke.as<int32_t>();
+  IndexerParams base = causal_indexer_shape(ctx, kTokens, num_keys, num_heads, kHeadDim, bounds);
   base.logits = logits.as<float>();
-  base.stream = ctx.stream;
 
   ResultRow row;
   row.op = "indexer";

@@ -11,6 +11,19 @@ IndexerParams IndexerInputs::params(const IndexerParams& base) const {
   return p;
 }
 
+IndexerParams causal_indexer_shape(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads,
+                                   int head_dim, const tools::CausalBounds& bounds) {
+  IndexerParams p;
+  p.num_tokens = num_tokens;
+  p.num_keys = num_keys;
+  p.num_heads = num_heads;
+  p.head_dim = head_dim;
+  p.ks = bounds.ks.as<int32_t>();
+  p.ke = bounds.ke.as<int32_t>();
+  p.stream = ctx.stream;
+  return p;
+}
+
 Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads, int head_dim,
                            std::vector<IndexerInputs>* sets) {
   const size_t q_bytes = static_cast<size_t>(num_tokens) * num_heads * head_dim;

@@ -21,6 +21,11 @@ struct IndexerInputs {
   IndexerParams params(const IndexerParams& base) const;
 };
 
+// The shape of a benchmark's causal problem (T new tokens over N - T cached keys, its bounds in
+// `bounds`) on ctx.stream, with no tensors yet: the `base` of IndexerInputs::params.
+IndexerParams causal_indexer_shape(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads,
+                                   int head_dim, const tools::CausalBounds& bounds);
+
 // q, k e4m3 in +-1, w in [-1, 1) (the query scale and head weight folded, so may be negative),
 // k_scale in [0.5, 1.5).
 Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads, int head_dim,

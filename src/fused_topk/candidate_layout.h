@@ -31,6 +31,25 @@ static_assert(candidate_capacity(1) - kTileKeys >= 1 && candidate_capacity(2048)
 // many, so the buffers of a few-token launch stay small.
 inline constexpr int kMaxKeySplits = 16;
 
+// The prefloor's sample (candidate_output.cuh): every sample_stride()-th key of a split's range,
+// at least every 24th (about 4% more MMA work), and sparse enough that a split's sample always
+// fits its buffers without a compaction (at most capacity - 128 cells per token). 0 when no
+// split's range exceeds two capacities (its buffers compact about twice or less: a sample does
+// not pay). The three constants were chosen on the H200 (bench/RESULTS.md, 2026-12-01): minimum
+// strides 16 / 24 / 32 within 2% of each other, a target of 87% of capacity 3% faster than 100%
+// (fewer compactions) and than 74% (fewer redos at N = 128K).
+inline constexpr int kMinSampleStride = 24;
+inline constexpr int kSampleMinRange = 2;         // in capacities: a shorter split's range takes no sample
+inline constexpr int kSampleTargetPercent = 87;   // cells a sampled floor aims at, in % of capacity
+inline int sample_stride(int64_t num_keys, int splits, int capacity) {
+  const int64_t tiles = (num_keys + kTileKeys - 1) / kTileKeys;
+  const int64_t range = (tiles + splits - 1) / splits * kTileKeys;  // a split's keys, at most
+  if (range <= int64_t{kSampleMinRange} * capacity) return 0;
+  const int64_t room = capacity - 2 * kTileKeys;
+  const int64_t stride = (range + room - 1) / room;
+  return static_cast<int>(stride > kMinSampleStride ? stride : kMinSampleStride);
+}
+
 // Byte offsets of the three arrays inside the workspace, each kWorkspaceAlignment-aligned.
 struct CandidateLayout {
   int64_t slots = 0;         // tokens * splits

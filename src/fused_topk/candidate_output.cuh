@@ -16,16 +16,39 @@
 // higher row and ranks below. The floor only rises, so a row with rising scores compacts often
 // (slower, still exact); NaN and -inf rows are exact by the same order. select_candidates.cu
 // merges the splits of a token and writes its indices.
+//
+// The prefloor: left alone, a buffer takes every cell until its first compaction and keeps
+// compacting while the floor climbs (about 11,000 cells and 3-4 compactions per token over 64K
+// random keys). Where a split's range could fill a buffer, the CTA first scores a sample, every
+// sample_stride-th key of its range (a strided view of K, one TMA box per 64 sample rows), into
+// the buffers. Per token, the sample's r-th largest with r = capacity x (sample cells / range
+// cells) becomes a non-strict floor, the buffer is emptied and the key tiles run as before from
+// that floor: about `capacity` cells enter, so a buffer compacts about once or not at all. The
+// floor is only an estimate: if fewer than k cells reached it, keys below it may belong to the
+// top k, so the (token, split) is marked (kRedoBit in its count) and a second launch with
+// `redo` scores exactly the marked ones again with no floor (fused_topk.cpp launches it whenever
+// the first one sampled; it leaves every other token as it is). Reruns stay bitwise identical:
+// the floor is a function of the sample's values.
 #pragma once
 
 #include <cstdint>
 
+#include <cuda.h>
+
+#include "fp8dsa/indexer.h"
+#include "fp8dsa/status.h"
 #include "fused_topk/candidate_layout.h"
 #include "fused_topk/group_select.cuh"
+#include "hopper/tma_map.h"
 #include "indexer/q_resident_scorer.cuh"
 #include "topk/radix_select.cuh"
 
 namespace fp8dsa::fused_topk_impl {
+
+// A (token, split) whose prefloor let fewer than k cells in: rescored by the redo launch.
+inline constexpr uint32_t kRedoBit = 0x80000000u;
+// Fewer sample cells than this give no floor (the estimate would be noise).
+inline constexpr uint32_t kMinSampleCells = 32;
 
 struct CandidateArgs {
   uint32_t* counts = nullptr;  // [T * splits]
@@ -33,8 +56,15 @@ struct CandidateArgs {
   int32_t* rows = nullptr;     // [T * splits * capacity]
   int capacity = 0;
   int k = 0;
+  int sample_stride = 0;       // 0: no sample pass (sample_stride() in candidate_layout.h)
+  int sample_target = 0;       // cells a sampled floor aims to let in (per token and split)
+  bool redo = false;           // score only the (token, split)s marked with kRedoBit, with no floor
+  CUtensorMap sample_map{};    // every sample_stride-th row of K (prepare() builds it)
 };
 
+// kSampled: the launch scores the sample tiles first (a kernel of its own, so the launches
+// without a sample, the redo one included, keep the plain loop's code and registers).
+template <bool kSampled>
 class CandidateOutput {
  public:
   using Args = CandidateArgs;
@@ -44,15 +74,51 @@ class CandidateOutput {
     uint32_t count[kMaxTokens];
     uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
     uint32_t full_mask;          // tokens whose buffer has fewer than kTileKeys free slots
+    uint32_t prefloor_mask;      // tokens whose floor came from the sample
+    uint32_t redo_mask;          // redo launch: the tokens it scores again
   };
   static constexpr int kSmemBytesPerConsumer = (sizeof(Shared) + 15) / 16 * 16;
   static constexpr bool kNeedsOwnTokens = true;
   static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
+  static constexpr bool kSamples = kSampled;
   static constexpr uint32_t kBarrierBase = 4;
   static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)  // named barriers 4.. (the scorer's ping-pong uses 1..3)
 
+  // The strided view of K for the sample (host, per launch). A stride past TMA's limits leaves
+  // the launch without a sample: every cell enters until the first compaction, as without one.
+  template <class Cfg>
+  static Status prepare(const IndexerParams& p, Args* a) {
+    if (a->sample_stride <= 0) return Status::ok();
+    const auto stride = static_cast<uint64_t>(a->sample_stride);
+    const uint64_t rows = (static_cast<uint64_t>(p.num_keys) + stride - 1) / stride;
+    if (!hopper::make_tensor_map_2d_u8(&a->sample_map, p.k, rows, Cfg::kDim, static_cast<uint64_t>(p.k_row_stride) * stride,
+                                       Cfg::kKeyTile, Cfg::kDim, Cfg::kSwizzle)
+             .is_ok()) {
+      a->sample_stride = 0;
+    }
+    return Status::ok();
+  }
+
+  __device__ static bool token_active(const Args& a, int64_t token, int split, int splits) {
+    return !a.redo || (a.counts[token * splits + split] & kRedoBit) != 0u;
+  }
+
+  // Sample rows [row0, row0 + 64 * tiles) of the strided view cover the split's keys
+  // [key_begin, key_end); none where a buffer would compact about twice or less (or in the redo
+  // launch).
+  __device__ static void sample_range(const Args& a, int key_begin, int key_end, int* row0, int* tiles, int* stride) {
+    *tiles = 0;
+    if (a.sample_stride <= 0 || a.redo || key_end - key_begin <= kSampleMinRange * a.capacity) return;
+    const int64_t s = a.sample_stride;
+    const int64_t first = (key_begin + s - 1) / s, end = (key_end + s - 1) / s;
+    *row0 = static_cast<int>(first);
+    *tiles = static_cast<int>((end - first + kTileKeys - 1) / kTileKeys);
+    *stride = a.sample_stride;
+  }
+
   __device__ static void empty_cta(const Args& a, const indexer_detail::ScorerArgs& args, int64_t first_token,
                                    int split, int block_tokens, int tid) {
+    if (a.redo) return;  // its tokens keep the first launch's candidates
     if (tid < block_tokens && first_token + tid < args.num_tokens) {
       a.counts[(first_token + tid) * args.key_splits + split] = 0u;
     }
@@ -74,8 +140,55 @@ class CandidateOutput {
       s_->count[thread_] = 0u;
       s_->floor[thread_] = 0u;  // everything enters until the first compaction
     }
-    if (thread_ == 0) s_->full_mask = 0u;
+    if (thread_ < 32) {  // wg_tokens_ <= 32
+      const int64_t t = first_token_ + thread_;
+      const bool redo = a_.redo && thread_ < wg_tokens_ && t < num_tokens_ &&
+                        (a_.counts[t * splits_ + split_] & kRedoBit) != 0u;
+      const uint32_t mask = __ballot_sync(0xFFFFFFFFu, redo);
+      if (thread_ == 0) {
+        s_->full_mask = 0u;
+        s_->prefloor_mask = 0u;
+        s_->redo_mask = mask;
+      }
+    }
     hopper::named_barrier_sync(barrier_, 128);
+  }
+
+  // After the sample tiles' cells were stored: each token's floor from its sample, its buffer
+  // emptied for the key tiles. bounds: the CTA's tokens' [ks, ke); the split's keys [key_begin,
+  // key_end).
+  __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
+    constexpr int kPer = kMaxCapacity / 128;
+    const WarpgroupSelect sel(&s_->select, barrier_, thread_);
+    sel.sync();  // every sample cell stored and counted
+    for (int u = 0; u < wg_tokens_; ++u) {
+      const int2 b = bounds[wg_token0_ + u];
+      const int n = max(0, min(b.y, key_end) - max(b.x, key_begin));  // the token's keys in the split
+      const uint32_t m = s_->count[u];
+      uint32_t floor = 0u;
+      if (n > a_.capacity - kTileKeys && m >= kMinSampleCells) {
+        const uint64_t want = (static_cast<uint64_t>(a_.sample_target) * m + n - 1) / n;
+        const uint32_t r = want < m ? static_cast<uint32_t>(want) : m;
+        const uint32_t* keys = a_.keys + slot_offset(u);
+        uint32_t v[kPer];
+        uint32_t present = 0;
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) {
+          const uint32_t i = j * 128 + thread_;
+          v[j] = i < m ? keys[i] : 0u;
+          if (i < m) present |= 1u << j;
+        }
+        floor = sel.select(v, present, r).value;
+      }
+      sel.sync();  // every thread has read count[u]
+      if (thread_ == 0) {
+        s_->count[u] = 0u;
+        s_->floor[u] = floor;
+        if (floor != 0u) s_->prefloor_mask |= 1u << u;
+      }
+    }
+    if (thread_ == 0) s_->full_mask = 0u;  // never set by a sample (sample_stride()), cleared all the same
+    sel.sync();
   }
 
   // Every lane offers its kFinal cells; the ones that enter take consecutive slots of their
@@ -146,7 +259,14 @@ class CandidateOutput {
   __device__ void finish() {
     hopper::named_barrier_sync(barrier_, 128);
     if (thread_ < wg_tokens_ && first_token_ + thread_ < num_tokens_) {
-      a_.counts[(first_token_ + thread_) * splits_ + split_] = s_->count[thread_];
+      const uint32_t bit = 1u << thread_;
+      if (!a_.redo || (s_->redo_mask & bit) != 0u) {
+        uint32_t count = s_->count[thread_];
+        // A sampled floor that let fewer than k in (the token has more keys: the floor was only
+        // set with more than capacity - 64 of them) may have turned away some of its top k.
+        if ((s_->prefloor_mask & bit) != 0u && count < static_cast<uint32_t>(a_.k)) count |= kRedoBit;
+        a_.counts[(first_token_ + thread_) * splits_ + split_] = count;
+      }
     }
   }
 
@@ -249,7 +369,7 @@ class CandidateOutput {
     sel.sync();
   }
 
-  Args a_;
+  const Args& a_;  // the kernel's __grid_constant__ parameter
   Shared* s_;
   int thread_;
   uint32_t barrier_;

@@ -10,19 +10,27 @@ namespace fp8dsa::fused_topk_impl {
 
 template <int kDim>
 Status launch_candidate_scorer_dim(const IndexerParams& scores, const CandidateBuffers& buffers, int k) {
-  indexer_detail::QResidentTuning tuning;
-  tuning.shape = indexer_detail::QResidentShape::kAuto;  // one token block per consumer
-  tuning.key_splits = buffers.splits;
-  // No MMA rotation: a compacting warpgroup would hold its partner's turn for the whole
-  // compaction (H200, T = 4096, N = 64K, H = 64: 7.66 ms without the rotation, 8.04 ms with it).
-  tuning.ping_pong = false;
   CandidateArgs args;
   args.counts = buffers.counts;
   args.keys = buffers.keys;
   args.rows = buffers.rows;
   args.capacity = buffers.capacity;
   args.k = k;
-  return indexer_detail::run_q_resident_dim<kDim, CandidateOutput>(scores, tuning, args);
+  args.sample_stride = sample_stride(scores.num_keys, buffers.splits, buffers.capacity);
+  args.sample_target = buffers.capacity * kSampleTargetPercent / 100;
+  indexer_detail::QResidentTuning tuning;
+  tuning.shape = indexer_detail::QResidentShape::kAuto;  // one token block per consumer
+  tuning.key_splits = buffers.splits;
+  // The MMA rotation only with a sample: without one a compacting warpgroup holds its partner's
+  // turn through each of its many compactions (bench/RESULTS.md, 2026-12-01, the prefloor).
+  tuning.ping_pong = args.sample_stride > 0;
+  if (args.sample_stride == 0) return indexer_detail::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
+  FP8DSA_RETURN_IF_ERROR((indexer_detail::run_q_resident_dim<kDim, CandidateOutput<true>>(scores, tuning, args)));
+  // The (token, split)s whose sampled floor let fewer than k cells in, again with no floor; a
+  // launch of CTAs that find nothing marked when there are none.
+  args.sample_stride = 0;
+  args.redo = true;
+  return indexer_detail::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
 }
 
 }  // namespace fp8dsa::fused_topk_impl

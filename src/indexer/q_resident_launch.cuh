@@ -31,12 +31,14 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 
+  typename Output::Args launch_args = out_args;
+  FP8DSA_RETURN_IF_ERROR(Output::template prepare<Cfg>(p, &launch_args));
   auto kernel = q_resident_scorer_kernel<Cfg, Output>;
   constexpr int kSmemBytes = Cfg::kSmemBytes + Cfg::kConsumers * Output::kSmemBytesPerConsumer;
   static_assert(kSmemBytes <= 227 * 1024, "the scorer and its output policy fit one SM's shared memory");
   FP8DSA_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes, p.stream>>>(k_map, q_map, args, out_args);
+  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes, p.stream>>>(k_map, q_map, args, launch_args);
   FP8DSA_RETURN_IF_LAUNCH_FAILED("q_resident_scorer_kernel");
   return Status::ok();
 }

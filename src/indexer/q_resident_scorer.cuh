@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda.h>
 
@@ -88,12 +89,20 @@ struct TileCells {
 // count), and per consumer warpgroup: construction (with its shared bytes, its first CTA-local
 // token and token count), store() for every tile (all lanes call it), end_tile() after it and
 // finish() after the last. With kDeferStore, a tile's cells are stored while the next tile's MMA
-// runs (end_tile() of tile i then follows the store of tile i - 1).
+// runs (end_tile() of tile i then follows the store of tile i - 1). Host side, prepare<Cfg>()
+// completes the Args for the launch; token_active() may leave a token out of a launch (its
+// bounds become empty). With kSamples, sample_range() names a strided view of K (every
+// sample_stride-th key, Args::sample_map) whose tiles are scored first, and end_sample() runs
+// after their cells were stored, before the first key tile's.
 struct LogitsOutput {
   struct Args {};
   static constexpr int kSmemBytesPerConsumer = 0;
   static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
   static constexpr bool kDeferStore = false;      // store() right after the tile's own epilogue
+  static constexpr bool kSamples = false;         // no sample tiles before the key tiles
+  template <class Cfg>
+  static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
+  __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
   __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
   __device__ LogitsOutput(const Args&, const ScorerArgs& args, uint8_t*, int, int, int64_t first_token, int)
       : logits_(args.logits), ldl_(args.ldl), first_token_(first_token) {}
@@ -117,7 +126,7 @@ template <class Cfg, class Output>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     q_resident_scorer_kernel(const __grid_constant__ CUtensorMap k_map,
                              const __grid_constant__ CUtensorMap q_map, const ScorerArgs args,
-                             const typename Output::Args out_args) {
+                             const __grid_constant__ typename Output::Args out_args) {
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
@@ -139,8 +148,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int64_t first_token = static_cast<int64_t>(token_block) * Cfg::kTokens;
 
   if (warp == 0) {
-    // Clamp each token's bounds to [0, N]; an empty or absent token gets [0, 0).
+    // Clamp each token's bounds to [0, N]; an empty or absent token gets [0, 0). The block's key
+    // range (and so each split's) comes from every token; a token the Output leaves out of this
+    // launch then gets empty bounds, and a block with no token left does nothing.
     int lo = INT32_MAX, hi = 0;
+    bool any_active = false;
 #pragma unroll
     for (int i = lane; i < Cfg::kMaxTokens; i += 32) {
       int2 b = make_int2(0, 0);
@@ -151,17 +163,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int64_t e = args.ke[t] < 0 ? 0 : (args.ke[t] > n ? n : args.ke[t]);
         if (e > s) b = make_int2(static_cast<int>(s), static_cast<int>(e));
       }
-      if (i < Cfg::kTokens) bounds[i] = b;
       if (b.y > b.x) {
         lo = min(lo, b.x);
         hi = max(hi, b.y);
+        if (Output::token_active(out_args, t, split, args.key_splits)) {
+          any_active = true;
+        } else {
+          b = make_int2(0, 0);
+        }
       }
+      if (i < Cfg::kTokens) bounds[i] = b;
     }
     lo = __reduce_min_sync(0xFFFFFFFFu, lo);
     hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    any_active = __any_sync(0xFFFFFFFFu, any_active);
     if (lane == 0) {
       block_range[0] = lo;
-      block_range[1] = hi;
+      block_range[1] = any_active ? hi : lo;
       for (int s = 0; s < Cfg::kStages; ++s) {
         hopper::mbarrier_init(&full[s], 1);
         hopper::mbarrier_init(&empty[s], Cfg::kEmptyArrivals);  // one per warp of each consumer
@@ -185,6 +203,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     Output::empty_cta(out_args, args, first_token, split, Cfg::kTokens, tid);
     return;
   }
+  // The split's keys end here (the last tile may reach past N).
+  const int split_key_end = static_cast<int>(min(static_cast<int64_t>(tile_end) * kKeyTile, args.num_keys));
+  int sample_tiles = 0, sample_row0 = 0, sample_stride = 0;
+  if constexpr (Output::kSamples) {
+    Output::sample_range(out_args, tile_begin * kKeyTile, split_key_end, &sample_row0, &sample_tiles, &sample_stride);
+  }
+  const int total_tiles = sample_tiles + num_tiles;  // sample tiles first, then the key tiles
 
   const int wg = tid / 128;
   if (wg == Cfg::kConsumers) {
@@ -194,13 +219,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       hopper::tma_prefetch_descriptor(&k_map);
       hopper::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
       hopper::tma_load_3d(q_smem, &q_map, q_full, 0, 0, static_cast<int32_t>(first_token));
-      for (int i = 0; i < num_tiles; ++i) {
+      for (int i = 0; i < total_tiles; ++i) {
         const int stage = i % Cfg::kStages;
         const int use = i / Cfg::kStages;
         if (use > 0) hopper::mbarrier_wait(&empty[stage], (use - 1) & 1);
         hopper::mbarrier_arrive_expect_tx(&full[stage], Cfg::kTileBytes);
-        hopper::tma_load_2d(k_smem + stage * Cfg::kTileBytes, &k_map, &full[stage], 0,
-                            (tile_begin + i) * kKeyTile);
+        const bool sample = Output::kSamples && i < sample_tiles;
+        const CUtensorMap* map = &k_map;
+        if constexpr (Output::kSamples) {
+          if (sample) map = &out_args.sample_map;
+        }
+        hopper::tma_load_2d(k_smem + stage * Cfg::kTileBytes, map, &full[stage], 0,
+                            sample ? sample_row0 + i * kKeyTile : (tile_begin + i - sample_tiles) * kKeyTile);
       }
     }
     return;
@@ -249,9 +279,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kTileStep = Cfg::kShareTiles ? 1 : Cfg::kConsumers;
   const int first_tile = Cfg::kShareTiles ? 0 : wg;
   TileCells<Epi::kFinal> pending;  // kDeferStore: the previous tile's cells
-  for (int i = first_tile; i < num_tiles; i += kTileStep) {
+  const int first_key_tile = first_tile + sample_tiles;  // one of the two is 0
+  // Tile i of the stream: a sample tile (kSample, rows every sample_stride-th key from
+  // sample_row0 on, ending at the split's last key) or key tile i - sample_tiles. Two
+  // instantiations, so the key tiles' loop carries nothing of the sample.
+  auto score_tile = [&](auto sample_tag, int i) __attribute__((always_inline)) {
+    constexpr bool kSample = decltype(sample_tag)::value;
     const int stage = i % Cfg::kStages;
-    const int key0 = (tile_begin + i) * kKeyTile + wg_warp * 16 + lane / 4;  // row half 0; +8 for 1
+    int key_a, key_b;  // this lane's key rows, row halves 0 and 1
+    if constexpr (kSample) {
+      const int64_t row = sample_row0 + i * kKeyTile + wg_warp * 16 + lane / 4;
+      key_a = static_cast<int>(min(row * sample_stride, int64_t{INT32_MAX}));
+      key_b = static_cast<int>(min((row + 8) * sample_stride, int64_t{INT32_MAX}));
+    } else {
+      key_a = (tile_begin + i - sample_tiles) * kKeyTile + wg_warp * 16 + lane / 4;
+      key_b = key_a + 8;
+    }
     hopper::mbarrier_wait(&full[stage], (i / Cfg::kStages) & 1);
     float acc[Epi::kAccRegs];
     if (ping_pong) hopper::named_barrier_sync(my_turn, kPairThreads);
@@ -265,22 +308,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     hopper::wgmma_commit_group();
     if (ping_pong) {
       // Pass the turn on unless nobody issues after this MMA (a dangling arrival would be left).
-      const bool last = Cfg::kShareTiles ? (wg == Cfg::kConsumers - 1 && i == num_tiles - 1) : i + 1 >= num_tiles;
+      const bool last = Cfg::kShareTiles ? (wg == Cfg::kConsumers - 1 && i == total_tiles - 1) : i + 1 >= total_tiles;
       if (!last) hopper::named_barrier_arrive(next_turn, kPairThreads);
     }
     // Issued while the MMA runs.
-    const float scale0 = key0 < args.num_keys ? __ldg(args.k_scale + key0) : 0.0f;
-    const float scale1 = key0 + 8 < args.num_keys ? __ldg(args.k_scale + key0 + 8) : 0.0f;
-    // A deferring output hands over the previous tile's cells while this tile's MMA runs.
-    if constexpr (Output::kDeferStore) {
-      if (i != first_tile) out.store(pending, lane);
+    const float scale0 = key_a < args.num_keys ? __ldg(args.k_scale + key_a) : 0.0f;
+    const float scale1 = key_b < args.num_keys ? __ldg(args.k_scale + key_b) : 0.0f;
+    // A deferring output hands over the previous key tile's cells while this tile's MMA runs
+    // (sample tiles store their own right away: nothing is carried into the key tiles' loop).
+    if constexpr (Output::kDeferStore && !kSample) {
+      if (i != first_key_tile) out.store(pending, lane);
     }
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(acc);
     // The stage has been read: hand it back before the epilogue.
     __syncwarp();
     if (lane == 0) hopper::mbarrier_arrive(&empty[stage]);
-    if (args.mma_only) continue;
+    if (args.mma_only) return;
 
     float part[Epi::kParts];
     Epi::reduce(acc, w_reg, part, lane);
@@ -289,21 +333,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int j = 0; j < Epi::kFinal; ++j) {
       const int index = Epi::final_index(lane, j);
       cells.token[j] = wg_token0 + Epi::token_of(lane, index);
-      cells.key[j] = key0 + 8 * (index & 1);
+      cells.key[j] = (index & 1) ? key_b : key_a;
       const int2 b = kBoundsInRegs ? my_bounds[kBoundsInRegs ? j : 0] : bounds[cells.token[j]];
       cells.valid[j] = Epi::owner(lane) && cells.key[j] >= b.x && cells.key[j] < b.y;
+      if constexpr (kSample) cells.valid[j] = cells.valid[j] && cells.key[j] < split_key_end;
       cells.value[j] = part[j] * ((index & 1) ? scale1 : scale0);
     }
-    if constexpr (Output::kDeferStore) {
+    if constexpr (kSample) {
+      out.store(cells, lane);  // the sample never fills a buffer: no end_tile()
+    } else if constexpr (Output::kDeferStore) {
       out.end_tile();  // after the previous tile's store, before the next one
       pending = cells;
     } else {
       out.store(cells, lane);
       out.end_tile();
     }
+  };
+  if constexpr (Output::kSamples) {
+    static_assert(Cfg::kShareTiles, "every consumer scores the sample tiles");
+    for (int i = 0; i < sample_tiles; ++i) score_tile(std::true_type{}, i);
+    if (sample_tiles > 0) out.end_sample(bounds, tile_begin * kKeyTile, split_key_end);
   }
+  for (int i = first_key_tile; i < total_tiles; i += kTileStep) score_tile(std::false_type{}, i);
   if constexpr (Output::kDeferStore) {
-    if (num_tiles > first_tile) out.store(pending, lane);
+    if (total_tiles > first_tile) out.store(pending, lane);
   }
   out.finish();
 }

@@ -22,6 +22,8 @@
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/topk.h"
+#include "fused_topk/candidate_layout.h"
+#include "fused_topk/launch.h"
 #include "indexer/reference_cpu.h"
 
 namespace fp8dsa {
@@ -35,6 +37,7 @@ enum class Scores {
   kEqual,    // w = 0: every score is 0
   kRising,   // positive q, k, w; k_scale rising with the key row: scores grow along the row
   kSpecial,  // random, with NaN, +inf and -inf scores mixed in through k_scale and w signs
+  kSampleBait,  // random, with k_scale x 8 on every bait_period-th key (the prefloor's sample stride)
 };
 
 struct Inputs {
@@ -45,7 +48,8 @@ struct Inputs {
   std::vector<int32_t> ks, ke;
 };
 
-Inputs make_inputs(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, Scores kind, uint64_t seed) {
+Inputs make_inputs(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, Scores kind, uint64_t seed,
+                   int bait_period = 0) {
   Inputs in;
   in.T = T;
   in.N = N;
@@ -59,6 +63,9 @@ Inputs make_inputs(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges, 
   if (kind == Scores::kEqual) std::fill(in.w.begin(), in.w.end(), 0.0f);
   if (kind == Scores::kRising) {
     for (int64_t s = 0; s < N; ++s) in.k_scale[s] = 1.0f + 0.01f * static_cast<float>(s);
+  }
+  if (kind == Scores::kSampleBait) {
+    for (int64_t s = 0; s < N; s += bait_period) in.k_scale[s] *= 8.0f;
   }
   if (kind == Scores::kSpecial) {
     tools::Random rng(seed + 4);
@@ -280,6 +287,31 @@ TEST(FusedTopkGpu, AdversarialRows) {
         }
       }
       EXPECT_EQ(wrong, 0);
+    }
+  }
+}
+
+// Rows whose sample (every sample_stride-th key of each split) scores far above the rest: the
+// sampled floor lets fewer than k keys in, so the redo launch must score those rows again. 40
+// tokens get 16 key splits of 200000 keys, ranges long enough to sample. The control rows (random
+// scores) take the same shape without the bait.
+TEST(FusedTopkGpu, MisleadingSample) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const int64_t T = 40, N = 200000;
+  for (int k : {16, 2048}) {
+    IndexerParams shape;
+    shape.num_tokens = T;
+    shape.num_keys = N;
+    shape.num_heads = 64;
+    const int stride = fused_topk_impl::sample_stride(N, fused_topk_impl::choose_key_splits(shape),
+                                                      fused_topk_impl::candidate_capacity(k));
+    ASSERT_GT(stride, 0) << "the shape must take a sample";
+    for (Scores kind : {Scores::kSampleBait, Scores::kRandom}) {
+      SCOPED_TRACE("scores kind " + std::to_string(static_cast<int>(kind)) + " sample stride " + std::to_string(stride));
+      const Inputs in =
+          make_inputs(T, N, 64, 128, tools::random_key_ranges(T, N, 13, 0.1, 0.1), kind, 13, stride);
+      check_against_unfused(in, {k, false}, false);
+      if (k == 2048) check_against_unfused(in, {k, true}, false);
     }
   }
 }

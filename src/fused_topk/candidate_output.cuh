@@ -19,11 +19,12 @@
 //
 // The prefloor: left alone, a buffer takes every cell until its first compaction and keeps
 // compacting while the floor climbs (about 11,000 cells and 3-4 compactions per token over 64K
-// random keys). Where a split's range could fill a buffer, the CTA first scores a sample, every
-// sample_stride-th key of its range (a strided view of K, one TMA box per 64 sample rows), into
-// the buffers. Per token, the sample's r-th largest with r = capacity x (sample cells / range
-// cells) becomes a non-strict floor, the buffer is emptied and the key tiles run as before from
-// that floor: about `capacity` cells enter, so a buffer compacts about once or not at all. The
+// random keys). Where a split's range exceeds two capacities, the CTA first scores a sample,
+// every sample_stride-th key of its range (a strided view of K, one TMA box per 64 sample rows),
+// into the buffers. Per token, the sample's r-th largest with r = sample_target x (sample cells
+// / range cells) becomes a non-strict floor, the buffer is emptied and the key tiles run as
+// before from that floor: about sample_target (87% of capacity) cells enter, so a buffer
+// compacts once or not at all. The
 // floor is only an estimate: if fewer than k cells reached it, keys below it may belong to the
 // top k, so the (token, split) is marked (kRedoBit in its count) and a second launch with
 // `redo` scores exactly the marked ones again with no floor (fused_topk.cpp launches it whenever

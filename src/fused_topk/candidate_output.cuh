@@ -159,7 +159,6 @@ class CandidateOutput {
   // emptied for the key tiles. bounds: the CTA's tokens' [ks, ke); the split's keys [key_begin,
   // key_end).
   __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
-    constexpr int kPer = kMaxCapacity / 128;
     const WarpgroupSelect sel(&s_->select, barrier_, thread_);
     sel.sync();  // every sample cell stored and counted
     for (int u = 0; u < wg_tokens_; ++u) {
@@ -170,15 +169,8 @@ class CandidateOutput {
       if (n > a_.capacity - kTileKeys && m >= kMinSampleCells) {
         const uint64_t want = (static_cast<uint64_t>(a_.sample_target) * m + n - 1) / n;
         const uint32_t r = want < m ? static_cast<uint32_t>(want) : m;
-        const uint32_t* keys = a_.keys + slot_offset(u);
         uint32_t v[kPer];
-        uint32_t present = 0;
-#pragma unroll
-        for (int j = 0; j < kPer; ++j) {
-          const uint32_t i = j * 128 + thread_;
-          v[j] = i < m ? keys[i] : 0u;
-          if (i < m) present |= 1u << j;
-        }
+        const uint32_t present = load_keys(a_.keys + slot_offset(u), m, v);
         floor = sel.select(v, present, r).value;
       }
       sel.sync();  // every thread has read count[u]
@@ -281,21 +273,11 @@ class CandidateOutput {
     return reinterpret_cast<Shared*>(candidate_output_smem + offset);
   }
 
-  __device__ int64_t slot_offset(int u) const {
-    return ((first_token_ + u) * splits_ + split_) * static_cast<int64_t>(a_.capacity);
-  }
-
-  // Keeps exactly the top k of token u's buffer (in place) and raises its floor above the k-th.
-  // The keys (at most kMaxCapacity) are read into registers once for the select.
-  __device__ void compact(int u) {
-    constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
-    static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
-    const WarpgroupSelect sel(&s_->select, barrier_, thread_);
-    uint32_t* keys = a_.keys + slot_offset(u);
-    int32_t* rows = a_.rows + slot_offset(u);
-    const uint32_t n = s_->count[u];
-    const uint32_t k = static_cast<uint32_t>(a_.k);
-    uint32_t v[kPer];
+  // A buffer's first n keys into registers, key j * 128 + thread in v[j]; bit j of the result
+  // says v[j] holds one (the selects' pass mask).
+  static constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
+  static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
+  __device__ uint32_t load_keys(const uint32_t* keys, uint32_t n, uint32_t (&v)[kPer]) const {
     uint32_t present = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
@@ -303,6 +285,23 @@ class CandidateOutput {
       v[j] = i < n ? keys[i] : 0u;
       if (i < n) present |= 1u << j;
     }
+    return present;
+  }
+
+  __device__ int64_t slot_offset(int u) const {
+    return ((first_token_ + u) * splits_ + split_) * static_cast<int64_t>(a_.capacity);
+  }
+
+  // Keeps exactly the top k of token u's buffer (in place) and raises its floor above the k-th.
+  // The keys (at most kMaxCapacity) are read into registers once for the select.
+  __device__ void compact(int u) {
+    const WarpgroupSelect sel(&s_->select, barrier_, thread_);
+    uint32_t* keys = a_.keys + slot_offset(u);
+    int32_t* rows = a_.rows + slot_offset(u);
+    const uint32_t n = s_->count[u];
+    const uint32_t k = static_cast<uint32_t>(a_.k);
+    uint32_t v[kPer];
+    const uint32_t present = load_keys(keys, n, v);
     // Usually one digit below the common prefix already isolates a bin of at most `slack` keys:
     // every key at or above that bin's lowest value survives (at most k - 1 + slack of them, so a
     // compaction frees at least half the room above k), and that value becomes a non-strict floor

@@ -1,4 +1,4 @@
-// Plain cp.async (Ampere-style, 16-byte, L2-cached) for row gathers that TMA cannot express.
+// Plain cp.async (Ampere-style: 16-byte L2-cached, and 4-byte) for row gathers that TMA cannot express.
 // Tiles written this way are not formally in the async proxy: fence (fence_proxy_async_smem) before
 // wgmma reads them.
 #pragma once
@@ -13,6 +13,14 @@ __device__ __forceinline__ void cp_async_16_zfill(uint32_t smem_dst, const void*
   const uint32_t src_bytes = valid ? 16u : 0u;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_dst), "l"(gmem_src),
                "r"(src_bytes)
+               : "memory");
+}
+
+// Copies 4 bytes global -> shared (L1-allocating: the only size class cp.async.cg lacks), zero-filling
+// when `valid` is false. For small scattered fields, e.g. one f32 of a row.
+__device__ __forceinline__ void cp_async_4_zfill(uint32_t smem_dst, const void* gmem_src, bool valid) {
+  const uint32_t src_bytes = valid ? 4u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_dst), "l"(gmem_src), "r"(src_bytes)
                : "memory");
 }
 

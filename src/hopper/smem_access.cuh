@@ -6,6 +6,11 @@
 
 namespace fp8dsa::hopper {
 
+__device__ __forceinline__ uint32_t lds32(uint32_t address) {
+  uint32_t r;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r) : "r"(address) : "memory");
+  return r;
+}
 __device__ __forceinline__ void lds64(uint32_t (&r)[2], uint32_t address) {
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(address) : "memory");
 }
@@ -23,6 +28,15 @@ __device__ __forceinline__ void sts16(uint32_t address, uint16_t v) {
 }
 __device__ __forceinline__ void sts32(uint32_t address, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ void sts64(uint32_t address, uint32_t a, uint32_t b) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(address), "r"(a), "r"(b) : "memory");
+}
+__device__ __forceinline__ void sts128(uint32_t address, const uint32_t (&v)[4]) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+               "r"(v[3])
+               : "memory");
 }
 
 }  // namespace fp8dsa::hopper

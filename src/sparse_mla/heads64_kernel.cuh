@@ -61,24 +61,6 @@ __device__ __forceinline__ void init_barriers(const Barriers& b) {
   hopper::mbarrier_init_fence();
 }
 
-// Tree reductions over the 16 registers of one accumulator row half (r with (r / 2) % 2 == h):
-// a linear chain costs the single score warp of each scheduler 16 dependent latencies.
-template <class Op>
-__device__ __forceinline__ float reduce_row_half(const float (&s)[32], int h, Op op) {
-  float v[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) v[i] = s[4 * (i / 2) + 2 * h + i % 2];
-  // Level by level with constant trip counts (nested loops over a variable width stayed rolled and
-  // put v in local memory).
-#pragma unroll
-  for (int i = 0; i < 8; ++i) v[i] = op(v[i], v[i + 8]);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] = op(v[i], v[i + 4]);
-  v[0] = op(v[0], v[2]);
-  v[1] = op(v[1], v[3]);
-  return op(v[0], v[1]);
-}
-
 // The score group (warpgroup 0). A thread holds rows (heads) row_lo and row_lo + 8 of the
 // accumulator and 16 of the tile's 64 keys (hopper/wgmma_layout.h: acc_row, acc_col); the quad of
 // 4 lanes sharing a row holds all of its keys. The loop is software-pipelined: the first two QK^T

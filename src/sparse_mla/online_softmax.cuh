@@ -36,6 +36,24 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// Tree reductions over the 16 registers of one m64n64 accumulator row half (r with (r / 2) % 2 ==
+// h): a linear chain costs the single score warp of each scheduler 16 dependent latencies.
+template <class Op>
+__device__ __forceinline__ float reduce_row_half(const float (&s)[32], int h, Op op) {
+  float v[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v[i] = s[4 * (i / 2) + 2 * h + i % 2];
+  // Level by level with constant trip counts (nested loops over a variable width stayed rolled and
+  // put v in local memory).
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = op(v[i], v[i + 8]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = op(v[i], v[i + 4]);
+  v[0] = op(v[0], v[2]);
+  v[1] = op(v[1], v[3]);
+  return op(v[0], v[1]);
+}
+
 // Upper bounds of the maxima of two quad rows (a for one row, b for the other, each this thread's
 // max), in one pair of shuffles: each value rounded up to bf16 (an upper bound within 2^-8
 // relative), the two packed into one word, maximised across the quad as bf16x2. A bound serves as

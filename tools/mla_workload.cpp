@@ -9,32 +9,13 @@
 
 #include "core/parallel_for.h"
 #include "fp8dsa/fp8.h"
+#include "tools/counter_draws.h"
 
 namespace fp8dsa::tools {
 namespace {
 
 constexpr int kDqk = 576;
 constexpr int kSampleRows = 96;  // (token, head) rows the statistics and the calibration use
-
-// Counter-based draws: every value depends only on (seed, stream, index), so the tensors can be
-// filled in parallel and are the same for a seed on any machine.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-uint64_t draw(uint64_t seed, uint64_t stream, uint64_t index) {
-  return mix(mix(seed ^ (stream << 56)) ^ index);
-}
-// About normal (mean 0, std 1): the sum of four uniforms from one 64-bit draw, rescaled.
-float normal(uint64_t seed, uint64_t stream, uint64_t index) {
-  const uint64_t x = draw(seed, stream, index);
-  const float sum = static_cast<float>((x & 0xFFFF) + ((x >> 16) & 0xFFFF) + ((x >> 32) & 0xFFFF) + (x >> 48));
-  constexpr float kMean = 4.0f * 32767.5f;
-  constexpr float kStd = 37837.2f;  // sqrt(4 * (65536^2 - 1) / 12)
-  return (sum - kMean) / kStd;
-}
 
 enum Stream : uint64_t { kMixing = 1, kKeyFactor, kTokenStep, kHeadFactor, kKeyNoise, kQueryNoise };
 

@@ -26,10 +26,32 @@
 
 namespace fp8dsa {
 
+// The layout of the latent cache rows.
+enum class KvFormat : int {
+  // 576 bytes: 512 e4m3 "nope" values then 64 e4m3 "rope" values; one per-tensor kv_scale; q is
+  // e4m3 [T, h, 576] with one per-tensor q_scale.
+  kE4m3 = 0,
+  // DeepSeek-V3.2's FP8 row, 656 bytes: 512 e4m3 nope values, 4 f32 scales (one per 128 nope
+  // columns; the dequantised value is e4m3 * the scale of its block), 64 bf16 rope values. q is bf16
+  // [T, h, 576] (the FP8 kernel quantises its nope part per (token, head) to two e4m3 terms, hi and
+  // the residual lo, and keeps the rope in bf16: its lse / max_logits err by a few times SPEC 6's
+  // bound, like those of dequantising to bf16 for a BF16 kernel). q_scale and kv_scale still
+  // multiply as in the formulas above (1 for V3.2 itself).
+  kDeepSeekV32,
+};
+const char* kv_format_name(KvFormat format);
+
+// Byte layout of a kDeepSeekV32 row.
+inline constexpr int kV32RowBytes = 656;
+inline constexpr int kV32ScaleOffset = 512;  // 4 f32, 16-byte aligned
+inline constexpr int kV32RopeOffset = 528;   // 64 bf16
+inline constexpr int kV32ScaleBlock = 128;   // nope columns per scale
+
 enum class SparseMlaKernel : int {
   kAuto = 0,
   kFp8,        // native FP8: QK^T and P.V on the e4m3 tensor cores (h in {8, 16}: keys as the MMA
-               // rows; h = 32: the 64-head kernel with zero rows past h; h = 128: two 64-head CTAs)
+               // rows; h = 32: the 64-head kernel with zero rows past h; h = 128: two 64-head CTAs;
+               // kDeepSeekV32 rows: their own 64-head kernel for every h, the rope on bf16 wgmma)
   kReference,  // plain CUDA-core f32 kernel (the GPU reference)
 };
 const char* sparse_mla_kernel_name(SparseMlaKernel kernel);
@@ -41,15 +63,21 @@ struct SparseMlaParams {
   int d_qk = 576;          // 512 "nope" + 64 "rope"
   int d_v = 512;           // V = the first d_v columns of each kv row
 
-  const void* q = nullptr;  // [T, h, d_qk], 16-byte aligned
-  DType q_dtype = DType::kE4M3;
-  // >= h * q_head_stride, a multiple of 16 (16-byte rows); 0 = h * q_head_stride
-  int64_t q_token_stride = 0;
-  int64_t q_head_stride = 0;   // >= d_qk, a multiple of 16; 0 = d_qk
+  KvFormat kv_format = KvFormat::kE4m3;
 
-  const void* kv = nullptr;  // [N, d_qk], 16-byte aligned
-  DType kv_dtype = DType::kE4M3;
-  int64_t kv_row_stride = 0;  // >= d_qk, a multiple of 16; 0 = d_qk
+  // [T, h, d_qk], 16-byte aligned; e4m3 (kE4m3) or bf16 (kDeepSeekV32: set q_dtype = kBF16 too,
+  // or validate() refuses the pair). Strides in elements.
+  const void* q = nullptr;
+  DType q_dtype = DType::kE4M3;
+  // >= h * q_head_stride, 16-byte rows (a multiple of 16 / dtype bytes); 0 = h * q_head_stride
+  int64_t q_token_stride = 0;
+  int64_t q_head_stride = 0;   // >= d_qk, 16-byte rows; 0 = d_qk
+
+  // [N] rows, 16-byte aligned: e4m3 [d_qk] (kE4m3) or the 656-byte V3.2 row (kDeepSeekV32).
+  const void* kv = nullptr;
+  DType kv_dtype = DType::kE4M3;  // e4m3 for both formats (the V3.2 row's nope type)
+  // In bytes: >= the row size (576 / 656), a multiple of 16; 0 = the row size. Row offsets are 64-bit.
+  int64_t kv_row_stride = 0;
 
   const int32_t* indices = nullptr;  // [T, indices_stride] rows of kv (any value; see above)
   int topk = 2048;                   // a multiple of 64
@@ -89,8 +117,8 @@ SparseMlaKernel sparse_mla_route(const SparseMlaParams& params);
 Status sparse_mla_prefill(const SparseMlaParams& params);
 
 namespace reference {
-// The spec in code: f64 on the dequantised e4m3 inputs, exact softmax. Host pointers. Dequantises
-// only the kv rows the indices select; OutOfMemory where the host has not that much.
+// The spec in code: f64 on the dequantised inputs (either kv format), exact softmax. Host pointers.
+// Dequantises only the kv rows the indices select; OutOfMemory where the host has not that much.
 Status sparse_mla_cpu(const SparseMlaParams& params);
 // Plain CUDA-core kernel, f32. Device pointers.
 Status sparse_mla_gpu(const SparseMlaParams& params);

@@ -26,14 +26,39 @@ _SHAPES = """
     q_scale and kv_scale are per-tensor dequantisation scales of the 576-byte e4m3 rows (1 in
     production). The outputs are allocated with q's array library unless given; all three are
     returned as (out, max_logits, lse).
+
+    kv_format="deepseek_v32" takes DeepSeek-V3.2's FP8 cache instead (FlashMLA's 656-byte rows):
+      q            [T, h, 576]               bfloat16 (or uint16 holding bf16 bits)
+      kv           [N, 656] or [N, 1, 656]   uint8 (or float8_e4m3fn) rows: bytes [0, 512) e4m3
+                                             nope values, [512, 528) 4 float32 scales (scale b for
+                                             nope columns [128 b, 128 b + 128)), [528, 656) 64
+                                             bfloat16 rope values; may be a view of a wider pool
+                                             (row stride a multiple of 16 bytes)
+    and the formulas above read kv[idx_j] as its dequantised 576 values (e4m3 * scale of its
+    block, then the rope).
 """
 
+# kv_format -> the dtypes q and kv may have, and kv's layout.
+_FORMATS = {
+    "e4m3": (_arrays.E4M3_OR_BF16, _arrays.E4M3_OR_BF16, "[N, d_qk] or [N, 1, d_qk]"),
+    "deepseek_v32": (_arrays.BF16, _arrays.E4M3, "[N, 656] or [N, 1, 656]"),
+}
 
-def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse):
+
+def kv_format_dtypes(op, kv_format):
+    """(q dtypes, kv dtypes, kv layout) of a kv_format; ValueError for an unknown one."""
+    if kv_format not in _FORMATS:
+        known = ", ".join(f"'{name}'" for name in _FORMATS)
+        raise ValueError(f"{op}: kv_format '{kv_format}' must be one of {known}")
+    return _FORMATS[kv_format]
+
+
+def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format="e4m3"):
     """Checks q, kv and attn_sink for dtype and ndim; returns (out, max_logits, lse), allocated
     where not given."""
-    _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", _arrays.E4M3_OR_BF16)
-    _arrays.check(op, "kv", kv, (2, 3), "[N, d_qk] or [N, 1, d_qk]", _arrays.E4M3_OR_BF16)
+    q_dtypes, kv_dtypes, kv_layout = kv_format_dtypes(op, kv_format)
+    _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
+    _arrays.check(op, "kv", kv, (2, 3), kv_layout, kv_dtypes)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
     num_tokens, num_heads = q.shape[0], q.shape[1]
     out = _arrays.output(op, "out", out, q, (num_tokens, num_heads, d_v), (3,), "[T, h, d_v]",
@@ -44,28 +69,29 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse):
     return out, max_logits, lse
 
 
-def sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out, max_logits, lse):
+def sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out, max_logits, lse,
+                      kv_format):
     """attention_arrays, and indices and topk_length checked too."""
     _arrays.check(op, "indices", indices, (2, 3), "[T, topk] or [T, 1, topk]", _arrays.I32)
     _arrays.check_optional(op, "topk_length", topk_length, (1,), "[T]", _arrays.I32)
-    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse)
+    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format)
 
 
 def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
                        q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None,
-                       kernel="auto", stream=None):
+                       kv_format="e4m3", kernel="auto", stream=None):
     """Sparse MLA prefill on the GPU: each token attends over its selected rows of the latent cache,
     QK^T and P.V on the e4m3 tensor cores. Same argument order and conventions as FlashMLA's
     flash_mla_sparse_fwd; returns (out, max_logits, lse).
     """
     op = "sparse_mla_prefill"
     out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
-                                             max_logits, lse)
+                                             max_logits, lse, kv_format)
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(q, stream, (q, kv, indices, attn_sink, topk_length)) as handle:
         _fp8dsa.sparse_mla_prefill(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
                                    view(topk_length), q_scale, kv_scale, view(out),
-                                   view(max_logits), view(lse), kernel, handle)
+                                   view(max_logits), view(lse), kv_format, kernel, handle)
     return out, max_logits, lse
 
 
@@ -77,5 +103,5 @@ sparse_mla_prefill.__doc__ += _SHAPES + """
 
     Raises TypeError for a dtype, ValueError for a shape, stride, alignment, placement or value
     (with the library's message), NotImplementedError for a valid request this build does not
-    support (e.g. bf16 q / kv), RuntimeError for a device or CUDA failure.
+    support (e.g. bf16 q with kv_format="e4m3"), RuntimeError for a device or CUDA failure.
     """

@@ -17,16 +17,18 @@ _view = _arrays.dlpack_view
 
 
 def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
-                       q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None):
-    """CPU reference of fp8dsa.sparse_mla_prefill: f64 on the dequantised e4m3 values, exact softmax;
-    returns (out, max_logits, lse).
+                       q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None,
+                       kv_format="e4m3"):
+    """CPU reference of fp8dsa.sparse_mla_prefill: f64 on the dequantised values (e4m3, or the
+    V3.2 rows' e4m3 * scale and bf16 rope), exact softmax; returns (out, max_logits, lse).
     """
     op = "reference.sparse_mla_prefill"
     out, max_logits, lse = _sparse_mla.sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink,
-                                                         topk_length, out, max_logits, lse)
+                                                         topk_length, out, max_logits, lse,
+                                                         kv_format)
     _fp8dsa.sparse_mla_cpu(_view(q), _view(kv), _view(indices), sm_scale, d_v, _view(attn_sink),
                            _view(topk_length), q_scale, kv_scale, _view(out), _view(max_logits),
-                           _view(lse))
+                           _view(lse), kv_format)
     return out, max_logits, lse
 
 

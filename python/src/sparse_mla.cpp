@@ -1,5 +1,5 @@
 // _fp8dsa.sparse_mla_prefill / sparse_mla_cpu: the arrays of flash_mla_sparse_fwd, plus
-// indices [T, topk] or [T, 1, topk] i32 and topk_length [T] i32.
+// indices [T, topk] or [T, 1, topk] i32, topk_length [T] i32 and the kv format by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -16,8 +16,10 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
                                   const std::optional<InputArray>& attn_sink,
                                   const std::optional<InputArray>& topk_length, float q_scale,
                                   float kv_scale, const OutputArray& out,
-                                  const OutputArray& max_logits, const OutputArray& lse) {
-  const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse);
+                                  const OutputArray& max_logits, const OutputArray& lse,
+                                  const std::string& kv_format) {
+  const AttentionArrays views =
+      attention_arrays(arrays, q, kv, out, max_logits, lse, kv_format_from_name(arrays, kv_format));
   SparseMlaParams p = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
 
   const ArrayView index_view =
@@ -40,10 +42,10 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
                         float sm_scale, int d_v, const std::optional<InputArray>& attn_sink,
                         const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
                         const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
-                        const std::string& kernel, uintptr_t stream) {
+                        const std::string& kv_format, const std::string& kernel, uintptr_t stream) {
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                        q_scale, kv_scale, out, max_logits, lse);
+                                        q_scale, kv_scale, out, max_logits, lse, kv_format);
   p.kernel = sparse_mla_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
@@ -52,10 +54,11 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
 void sparse_mla_cpu(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
                     int d_v, const std::optional<InputArray>& attn_sink,
                     const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
-                    const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse) {
+                    const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
+                    const std::string& kv_format) {
   ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
-  const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink,
-                                              topk_length, q_scale, kv_scale, out, max_logits, lse);
+  const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
+                                              q_scale, kv_scale, out, max_logits, lse, kv_format);
   run_library_call(-1, [&] { return reference::sparse_mla_cpu(p); });
 }
 
@@ -65,10 +68,11 @@ void bind_sparse_mla(nb::module_& m) {
   m.def("sparse_mla_prefill", &sparse_mla_prefill, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
-        nb::arg("kernel"), nb::arg("stream"));
+        nb::arg("kv_format"), nb::arg("kernel"), nb::arg("stream"));
   m.def("sparse_mla_cpu", &sparse_mla_cpu, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
-        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"));
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
+        nb::arg("kv_format"));
 }
 
 }  // namespace fp8dsa::python

@@ -63,10 +63,16 @@ IndexerParams indexer_params(ArrayChecker& arrays, const IndexerArrayNames& name
 
 AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, const InputArray& kv,
                                  const OutputArray& out, const OutputArray& max_logits,
-                                 const OutputArray& lse) {
+                                 const OutputArray& lse, KvFormat kv_format) {
   AttentionArrays v;
-  v.q = arrays.input("q", q, {3}, "[T, h, d_qk]", Element::kE4M3OrBF16);
-  v.kv = arrays.input("kv", kv, {2, 3}, "[N, d_qk] or [N, 1, d_qk]", Element::kE4M3OrBF16);
+  v.kv_format = kv_format;
+  const bool v32 = kv_format == KvFormat::kDeepSeekV32;
+  v.q = arrays.input("q", q, {3}, "[T, h, d_qk]", v32 ? Element::kBF16 : Element::kE4M3OrBF16);
+  if (v32) {
+    v.kv = arrays.input("kv", kv, {2, 3}, "[N, 656] or [N, 1, 656]", Element::kE4M3);
+  } else {
+    v.kv = arrays.input("kv", kv, {2, 3}, "[N, d_qk] or [N, 1, d_qk]", Element::kE4M3OrBF16);
+  }
   v.out = arrays.output("out", out, {3}, "[T, h, d_v]", Element::kBF16);
   v.max_logits = arrays.output("max_logits", max_logits, {2}, "[T, h]", Element::kF32);
   v.lse = arrays.output("lse", lse, {2}, "[T, h]", Element::kF32);
@@ -74,7 +80,11 @@ AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, cons
   const int64_t num_tokens = v.q.shape[0];
   const int64_t num_heads = v.q.shape[1];
   if (v.kv.ndim == 3) arrays.expect_extent(v.kv, 1, 1, "one latent KV head");
-  arrays.expect_extent(v.kv, v.kv.ndim - 1, v.q.shape[2], "q's d_qk");
+  if (v32) {
+    arrays.expect_extent(v.kv, v.kv.ndim - 1, kV32RowBytes, "the deepseek_v32 row");
+  } else {
+    arrays.expect_extent(v.kv, v.kv.ndim - 1, v.q.shape[2], "q's d_qk");
+  }
   arrays.expect_extent(v.out, 0, num_tokens, "q's T");
   arrays.expect_extent(v.out, 1, num_heads, "q's h");
   for (const ArrayView* stats : {&v.max_logits, &v.lse}) {
@@ -89,6 +99,7 @@ SparseMlaParams attention_params(ArrayChecker& arrays, const AttentionArrays& v,
                                  int d_v, const std::optional<InputArray>& attn_sink, float q_scale,
                                  float kv_scale) {
   SparseMlaParams p;
+  p.kv_format = v.kv_format;
   p.num_tokens = v.q.shape[0];
   p.num_heads = narrow_extent(arrays, v.q, 1);
   p.d_qk = narrow_extent(arrays, v.q, 2);

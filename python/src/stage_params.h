@@ -39,13 +39,15 @@ void set_page_table(ArrayChecker& arrays, const std::optional<InputArray>& page_
 
 // FlashMLA's flash_mla_sparse_fwd layouts: q [T, h, d_qk], kv [N, d_qk] or [N, 1, d_qk], attn_sink
 // [h] f32, out [T, h, d_v] bf16, max_logits / lse [T, h] f32. Everything of SparseMlaParams but
-// the indices, topk and topk_length.
+// the indices, topk and topk_length. With kDeepSeekV32: q bf16 and kv rows of 656 bytes ([N, 656]
+// or [N, 1, 656], uint8 or float8_e4m3fn), whatever q's d_qk.
 struct AttentionArrays {
+  KvFormat kv_format = KvFormat::kE4m3;
   ArrayView q, kv, out, max_logits, lse;
 };
 AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, const InputArray& kv,
                                  const OutputArray& out, const OutputArray& max_logits,
-                                 const OutputArray& lse);
+                                 const OutputArray& lse, KvFormat kv_format = KvFormat::kE4m3);
 SparseMlaParams attention_params(ArrayChecker& arrays, const AttentionArrays& views, float sm_scale,
                                  int d_v, const std::optional<InputArray>& attn_sink, float q_scale,
                                  float kv_scale);

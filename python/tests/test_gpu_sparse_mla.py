@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from gpu_support import (DEVICE, SM_SCALE, assert_attention_matches, cuda, mla_problem,
-                         mla_reference, torch)
+from gpu_support import (DEVICE, SM_SCALE, assert_attention_matches, cuda, cuda_bf16, mla_problem,
+                         mla_reference, mla_v32_problem, torch)
 
 import fp8dsa
 
@@ -97,3 +97,27 @@ def test_cupy_arrays():
     result = (torch.from_numpy(cupy.asnumpy(out).view(np.int16)).view(torch.bfloat16),
               torch.from_numpy(cupy.asnumpy(max_logits)), torch.from_numpy(cupy.asnumpy(lse)))
     assert_attention_matches(result, mla_reference(problem))
+
+
+@pytest.mark.parametrize("kernel", ["auto", "reference"])
+@pytest.mark.parametrize("num_heads", [16, 128])
+def test_deepseek_v32_rows(kernel, num_heads):
+    """bf16 q over V3.2 rows: raw uint8 rows of a wider pool, sink and topk_length."""
+    problem = mla_v32_problem(6, num_tokens=24, num_heads=num_heads, num_kv=500, topk=128)
+    pool = torch.zeros(500, 1024, dtype=torch.uint8, device=DEVICE)
+    pool[:, :656] = torch.from_numpy(problem["kv"]).to(DEVICE)
+    sink = np.linspace(-2, 2, num_heads).astype(np.float32)
+    topk_length = (np.arange(24, dtype=np.int32) * 11) % 129
+    result = fp8dsa.sparse_mla_prefill(cuda_bf16(problem["q"]), pool[:, :656], cuda(problem["indices"]),
+                                       SM_SCALE, 512, cuda(sink), cuda(topk_length),
+                                       kv_format="deepseek_v32", kernel=kernel)
+    expected = fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"], SM_SCALE,
+                                                   512, sink, topk_length, kv_format="deepseek_v32")
+    # The FP8 kernel quantises bf16 q to e4m3 (two terms, ~8 significant bits): its scores err by a
+    # few times SPEC 6's bound, as the engines' dequantise + FlashMLA BF16 path does
+    # (tests/sparse_mla/sparse_mla_gpu_test.cu: kV32ScoreBoundFactor).
+    assert_attention_matches(result, expected, score_atol=2e-3 if kernel == "reference" else 8 * 2e-3)
+    assert torch.all(result[0][0] == 0) and torch.all(torch.isinf(result[2][0]))
+    with pytest.raises(TypeError, match=r"q dtype must be bfloat16 or uint16 \(given float8_e4m3fn\)"):
+        fp8dsa.sparse_mla_prefill(cuda(problem["q"].view(np.uint8)[:, :, :576]), pool[:, :656],
+                                  cuda(problem["indices"]), SM_SCALE, kv_format="deepseek_v32")

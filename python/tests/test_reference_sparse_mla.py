@@ -105,3 +105,72 @@ def test_bf16_output_as_uint16_without_ml_dtypes(monkeypatch):
     _, q, kv, indices = problem(6)
     out, _, _ = fp8dsa.reference.sparse_mla_prefill(q, kv, indices, SM_SCALE)
     assert out.dtype == np.uint16
+
+
+def v32_problem(seed, num_tokens=5, num_heads=8, num_kv=150, topk=128):
+    """bf16 q bits and DeepSeek-V3.2 rows (ref.random_v32_rows: row 3 has a zero block)."""
+    rng = np.random.default_rng(seed)
+    q = ref.random_bf16(rng, (num_tokens, num_heads, 576), scale=0.5)
+    kv = ref.random_v32_rows(rng, num_kv, scale=0.5)
+    indices = ref.random_indices(rng, num_tokens, topk, num_kv)
+    return rng, q, kv, indices
+
+
+V32 = dict(kv_format="deepseek_v32")
+
+
+def test_v32_matches_numpy_attention():
+    _, q, kv, indices = v32_problem(10)
+    assert np.all(kv[3, 516:520] == 0)  # the zero block's scale
+    result = fp8dsa.reference.sparse_mla_prefill(q, kv, indices, SM_SCALE, **V32)
+    assert result[0].shape == (5, 8, 512) and result[2].shape == (5, 8)
+    assert_attention_close(result, ref.sparse_mla(q, kv, indices, SM_SCALE, **V32))
+
+
+def test_v32_sink_topk_length_scales_and_flashmla_layouts():
+    rng, q, kv, indices = v32_problem(11, num_heads=16)
+    sink = rng.normal(size=16).astype(np.float32)
+    topk_length = np.array([0, 1, 64, 100, 128], np.int32)
+    kwargs = dict(attn_sink=sink, topk_length=topk_length, q_scale=0.5, kv_scale=2.0)
+    result = fp8dsa.reference.sparse_mla_prefill(q, kv[:, None, :], indices[:, None, :], SM_SCALE,
+                                                 **kwargs, **V32)
+    assert_attention_close(result, ref.sparse_mla(q, kv, indices, SM_SCALE, **kwargs, **V32))
+    assert np.all(result[2][0] == np.inf) and np.all(result[1][0] == -np.inf)
+
+
+def test_v32_strided_pool_and_q():
+    """kv as the first 656 bytes of each 1024-byte row of a wider pool, q with 584-element heads
+    (16-byte rows of bf16)."""
+    _, q, kv, indices = v32_problem(12)
+    pool = np.full((150, 1024), 0xFF, np.uint8)
+    pool[:, :656] = kv
+    q_wide = np.full((5, 8, 584), 0xFFFF, np.uint16)
+    q_wide[:, :, :576] = q
+    result = fp8dsa.reference.sparse_mla_prefill(q_wide[:, :, :576], pool[:, :656], indices, SM_SCALE,
+                                                 **V32)
+    assert_attention_close(result, ref.sparse_mla(q, kv, indices, SM_SCALE, **V32))
+
+
+def test_v32_ml_dtypes_arrays():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    _, q, kv, indices = v32_problem(13)
+    result = fp8dsa.reference.sparse_mla_prefill(q.view(ml_dtypes.bfloat16), kv.view(ml_dtypes.float8_e4m3fn),
+                                                 indices, SM_SCALE, **V32)
+    assert_attention_close(result, ref.sparse_mla(q, kv, indices, SM_SCALE, **V32))
+
+
+def test_v32_rejections():
+    _, q, kv, indices = v32_problem(14)
+    run = fp8dsa.reference.sparse_mla_prefill
+    with pytest.raises(ValueError, match="kv_format 'fp4' must be one of 'e4m3', 'deepseek_v32'"):
+        run(q, kv, indices, SM_SCALE, kv_format="fp4")
+    with pytest.raises(TypeError, match=r"q dtype must be bfloat16 or uint16 \(given uint8\)"):
+        run(q.view(np.uint8)[:, :, :576], kv, indices, SM_SCALE, **V32)
+    with pytest.raises(TypeError, match=r"kv dtype must be float8_e4m3fn or uint8 \(given uint16\)"):
+        run(q, kv.view(np.uint16), indices, SM_SCALE, **V32)
+    with pytest.raises(ValueError, match="kv has 576 elements in dimension 1, the deepseek_v32 row needs 656"):
+        run(q, kv[:, :576], indices, SM_SCALE, **V32)
+    with pytest.raises(ValueError, match=r"sparse_mla: kv_row_stride \(664\) must be a multiple of 16"):
+        run(q, np.zeros((150, 664), np.uint8)[:, :656], indices, SM_SCALE, **V32)
+    with pytest.raises(ValueError, match=r"sparse_mla: q_head_stride \(580\) must be a multiple of 8"):
+        run(np.zeros((5, 8, 580), np.uint16)[:, :, :576], kv, indices, SM_SCALE, **V32)

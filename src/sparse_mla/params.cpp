@@ -18,7 +18,29 @@ Status check_input_dtype(const char* name, DType given) {
   return detail::check_dtype(kOp, name, given, DType::kE4M3);
 }
 
+// The V3.2 row fixes the head dims (512 nope + 64 rope) and the dtypes: bf16 queries, e4m3 nope.
+Status check_v32_inputs(const SparseMlaParams& p) {
+  using namespace detail;
+  if (p.d_qk != 576 || p.d_v != 512) {
+    return invalid_argument(concat(kOp, ": kv_format deepseek_v32 needs d_qk 576 and d_v 512 (given ", p.d_qk,
+                                   " and ", p.d_v, ")"));
+  }
+  if (p.q_dtype != DType::kBF16) {
+    return invalid_argument(concat(kOp, ": q dtype must be bf16 with kv_format deepseek_v32 (given ",
+                                   dtype_name(p.q_dtype), ")"));
+  }
+  return check_dtype(kOp, "kv", p.kv_dtype, DType::kE4M3);
+}
+
 }  // namespace
+
+const char* kv_format_name(KvFormat format) {
+  switch (format) {
+    case KvFormat::kE4m3: return "e4m3";
+    case KvFormat::kDeepSeekV32: return "deepseek_v32";
+  }
+  return "unknown";
+}
 
 const char* sparse_mla_kernel_name(SparseMlaKernel kernel) {
   switch (kernel) {
@@ -33,7 +55,7 @@ SparseMlaParams SparseMlaParams::resolved() const {
   SparseMlaParams r = *this;
   if (r.q_head_stride == 0) r.q_head_stride = r.d_qk;
   if (r.q_token_stride == 0) r.q_token_stride = int64_t{r.num_heads} * r.q_head_stride;
-  if (r.kv_row_stride == 0) r.kv_row_stride = r.d_qk;
+  if (r.kv_row_stride == 0) r.kv_row_stride = r.kv_format == KvFormat::kDeepSeekV32 ? kV32RowBytes : r.d_qk;
   if (r.indices_stride == 0) r.indices_stride = r.topk;
   if (r.out_head_stride == 0) r.out_head_stride = r.d_v;
   if (r.out_token_stride == 0) r.out_token_stride = int64_t{r.num_heads} * r.out_head_stride;
@@ -47,6 +69,11 @@ static Status validate_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_tokens", p.num_tokens));
   FP8DSA_RETURN_IF_ERROR(check_size(kOp, "num_kv", p.num_kv));
   FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "num_heads", p.num_heads, {8, 16, 32, 64, 128}));
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "kv_format", static_cast<int>(p.kv_format),
+                                      {static_cast<int>(KvFormat::kE4m3),
+                                       static_cast<int>(KvFormat::kDeepSeekV32)}));
+  const bool v32 = p.kv_format == KvFormat::kDeepSeekV32;
+  if (v32) FP8DSA_RETURN_IF_ERROR(check_v32_inputs(p));
   if (p.d_qk == 512) {
     return not_implemented("sparse_mla: d_qk (512) without the rope part is a later stage");
   }
@@ -54,8 +81,10 @@ static Status validate_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "d_v", p.d_v, {512}));
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", p.topk, 64));
   FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", p.topk, 64, 16384));
-  FP8DSA_RETURN_IF_ERROR(check_input_dtype("q", p.q_dtype));
-  FP8DSA_RETURN_IF_ERROR(check_input_dtype("kv", p.kv_dtype));
+  if (!v32) {
+    FP8DSA_RETURN_IF_ERROR(check_input_dtype("q", p.q_dtype));
+    FP8DSA_RETURN_IF_ERROR(check_input_dtype("kv", p.kv_dtype));
+  }
   FP8DSA_RETURN_IF_ERROR(check_dtype(kOp, "out", p.out_dtype, DType::kBF16));
   FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "kernel", static_cast<int>(p.kernel),
                                       {static_cast<int>(SparseMlaKernel::kAuto),
@@ -75,16 +104,24 @@ static Status validate_unguarded(const SparseMlaParams& params) {
                                    ") times log2(e) must be a finite positive f32 (in (0, 2.3e38])"));
   }
 
-  // e4m3 rows are fetched with TMA / 16-byte loads, so every row start must be 16-byte aligned.
+  // q and kv rows are fetched with TMA / 16-byte loads, so every row start must be 16-byte aligned:
+  // 16 e4m3 or 8 bf16 q elements. kv_row_stride is in bytes.
+  const int64_t q_bytes = v32 ? 2 : 1;
+  const int64_t q_row_multiple = 16 / q_bytes;
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_head_stride", p.q_head_stride, p.d_qk, "d_qk"));
-  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_head_stride", p.q_head_stride, 16,
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_head_stride", p.q_head_stride, q_row_multiple,
                                         "16-byte row alignment"));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_token_stride", p.q_token_stride,
                                         int64_t{p.num_heads} * p.q_head_stride,
                                         "num_heads * q_head_stride"));
-  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_token_stride", p.q_token_stride, 16,
+  FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_token_stride", p.q_token_stride, q_row_multiple,
                                         "16-byte row alignment"));
-  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "kv_row_stride", p.kv_row_stride, p.d_qk, "d_qk"));
+  if (v32) {
+    FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "kv_row_stride", p.kv_row_stride, kV32RowBytes,
+                                          "the deepseek_v32 row bytes"));
+  } else {
+    FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "kv_row_stride", p.kv_row_stride, p.d_qk, "d_qk"));
+  }
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "kv_row_stride", p.kv_row_stride, 16,
                                         "16-byte row alignment"));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "indices_stride", p.indices_stride, p.topk, "topk"));
@@ -98,7 +135,7 @@ static Status validate_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "out_token_stride", p.out_token_stride, 8,
                                         "16-byte row alignment"));
 
-  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q", p.num_tokens, p.q_token_stride, 1));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q", p.num_tokens, p.q_token_stride, q_bytes));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "kv", p.num_kv, p.kv_row_stride, 1));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "indices", p.num_tokens, p.indices_stride, 4));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "out", p.num_tokens, p.out_token_stride, 2));

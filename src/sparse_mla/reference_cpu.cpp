@@ -1,9 +1,12 @@
 // The sparse MLA reference (SPEC 4): f64 on the dequantised inputs, exact two-pass softmax. It
-// dequantises only what it reads: q row by row, and the kv rows that some token selects.
+// dequantises only what it reads: q row by row, and the kv rows that some token selects. Both kv
+// formats dequantise exactly in f64: e4m3 as is, a V3.2 row as e4m3 * its block's f32 scale (a
+// 4-bit by 24-bit product) and bf16 rope values.
 #include "sparse_mla/reference_cpu.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -35,6 +38,24 @@ struct SelectedRows {
   std::vector<double> values;  // [rows.size(), d_qk]
   const double* row(int32_t position, int64_t d_qk) const { return values.data() + position * d_qk; }
 };
+
+// Row n of the cache as its d_qk values.
+void dequantize_kv_row(const SparseMlaParams& p, int64_t n, double* values) {
+  const uint8_t* row = static_cast<const uint8_t*>(p.kv) + n * p.kv_row_stride;
+  if (p.kv_format == KvFormat::kE4m3) {
+    for (int64_t c = 0; c < p.d_qk; ++c) values[c] = load_element(row, p.kv_dtype, c);
+    return;
+  }
+  constexpr int kNope = kV32ScaleOffset;  // one e4m3 byte per nope column, then the scales
+  float scales[kNope / kV32ScaleBlock];
+  std::memcpy(scales, row + kV32ScaleOffset, sizeof(scales));
+  for (int c = 0; c < kNope; ++c) values[c] = double{e4m3_to_float(row[c])} * double{scales[c / kV32ScaleBlock]};
+  for (int c = kNope; c < p.d_qk; ++c) {
+    uint16_t bits;
+    std::memcpy(&bits, row + kV32RopeOffset + 2 * (c - kNope), sizeof(bits));
+    values[c] = bf16_to_float(bits);
+  }
+}
 
 // Computes every (token, head) row and hands it to sink(th, RowResult) (th = t * h + head), from
 // several threads at once for distinct th.
@@ -68,10 +89,7 @@ Status compute(const SparseMlaParams& p, Sink&& sink) {
   selected.rows.shrink_to_fit();
   selected.values.resize(selected.rows.size() * static_cast<size_t>(d_qk));
   parallel_for(0, static_cast<int64_t>(selected.rows.size()), [&](int64_t i) {
-    const int64_t n = selected.rows[static_cast<size_t>(i)];
-    for (int64_t c = 0; c < d_qk; ++c) {
-      selected.values[i * d_qk + c] = load_element(p.kv, p.kv_dtype, n * p.kv_row_stride + c);
-    }
+    dequantize_kv_row(p, selected.rows[static_cast<size_t>(i)], selected.values.data() + i * d_qk);
   });
   parallel_for(0, T, [&](int64_t t) {
     for (int32_t& key : valid[t]) {

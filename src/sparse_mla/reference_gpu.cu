@@ -1,7 +1,8 @@
 // GPU reference for sparse MLA prefill (SPEC section 4): plain CUDA cores, f32, one block per
 // (token, head). Keys are taken in chunks: warps score a chunk (one key per warp at a time, lanes
 // split d_qk), then every thread folds the chunk into its d_v columns with an online softmax.
-// No atomics and a fixed reduction order, so reruns are bitwise identical.
+// No atomics and a fixed reduction order, so reruns are bitwise identical. One instantiation per
+// kv format; a V3.2 row is dequantised element by element (e4m3 * block scale, bf16 rope) in f32.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,12 +35,37 @@ __device__ __forceinline__ float decode_e4m3(uint8_t bits) {
   return static_cast<float>(v);
 }
 
+// Column `col` (< d_qk) of a kv row, dequantised.
+template <KvFormat kFormat>
+__device__ __forceinline__ float kv_value(const uint8_t* row, int col) {
+  if constexpr (kFormat == KvFormat::kE4m3) {
+    return decode_e4m3(row[col]);
+  } else {
+    constexpr int kNope = kV32ScaleOffset;  // one e4m3 byte per nope column, then the scales
+    const auto* rope = reinterpret_cast<const __nv_bfloat16*>(row + kV32RopeOffset);
+    if (col >= kNope) return __bfloat162float(rope[col - kNope]);
+    const float scale = reinterpret_cast<const float*>(row + kV32ScaleOffset)[col / kV32ScaleBlock];
+    return decode_e4m3(row[col]) * scale;
+  }
+}
+
+// Element `offset` of q, dequantised.
+template <KvFormat kFormat>
+__device__ __forceinline__ float q_value(const void* q, int64_t offset) {
+  if constexpr (kFormat == KvFormat::kE4m3) {
+    return decode_e4m3(static_cast<const uint8_t*>(q)[offset]);
+  } else {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(q)[offset]);
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
 }
 
+template <KvFormat kFormat>
 __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMlaParams p) {
   __shared__ float q_smem[kMaxDqk];
   __shared__ float score_smem[kKeysPerChunk];
@@ -52,8 +78,8 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
 
   for (int64_t t = blockIdx.x; t < p.num_tokens; t += gridDim.x) {
     __syncthreads();  // the previous token's q tile is no longer read
-    const uint8_t* q_src = static_cast<const uint8_t*>(p.q) + t * p.q_token_stride + head * p.q_head_stride;
-    for (int d = threadIdx.x; d < p.d_qk; d += kThreads) q_smem[d] = decode_e4m3(q_src[d]);
+    const int64_t q_row = t * p.q_token_stride + head * p.q_head_stride;
+    for (int d = threadIdx.x; d < p.d_qk; d += kThreads) q_smem[d] = q_value<kFormat>(p.q, q_row + d);
 
     int length = p.topk;
     if (p.topk_length) length = std::clamp(p.topk_length[t], 0, p.topk);
@@ -74,7 +100,7 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
         if (valid) {
           const uint8_t* kv_row = kv + static_cast<int64_t>(idx) * p.kv_row_stride;
           float partial = 0.0f;
-          for (int d = lane; d < p.d_qk; d += 32) partial = fmaf(q_smem[d], decode_e4m3(kv_row[d]), partial);
+          for (int d = lane; d < p.d_qk; d += 32) partial = fmaf(q_smem[d], kv_value<kFormat>(kv_row, d), partial);
           score = score_scale * warp_sum(partial);
         }
         if (lane == 0) {
@@ -103,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
 #pragma unroll
         for (int c = 0; c < kVColsPerThread; ++c) {
           const int col = threadIdx.x + c * kThreads;
-          if (col < p.d_v) acc[c] = fmaf(prob, decode_e4m3(v_row[col]), acc[c]);
+          if (col < p.d_v) acc[c] = fmaf(prob, kv_value<kFormat>(v_row, col), acc[c]);
         }
       }
       running_max = new_max;
@@ -137,10 +163,11 @@ static Status sparse_mla_gpu_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const SparseMlaParams p = params.resolved();
-  if (p.q_dtype != DType::kE4M3 || p.kv_dtype != DType::kE4M3 || p.out_dtype != DType::kBF16) {
-    return not_implemented(std::string("sparse_mla reference: needs e4m3 q/kv and bf16 out (got ") +
-                           dtype_name(p.q_dtype) + "/" + dtype_name(p.kv_dtype) + " -> " +
-                           dtype_name(p.out_dtype) + ")");
+  const DType q_dtype = p.kv_format == KvFormat::kDeepSeekV32 ? DType::kBF16 : DType::kE4M3;
+  if (p.q_dtype != q_dtype || p.kv_dtype != DType::kE4M3 || p.out_dtype != DType::kBF16) {
+    return not_implemented(std::string("sparse_mla reference: needs ") + dtype_name(q_dtype) +
+                           " q, e4m3 kv and bf16 out (got " + dtype_name(p.q_dtype) + "/" +
+                           dtype_name(p.kv_dtype) + " -> " + dtype_name(p.out_dtype) + ")");
   }
   if (p.d_qk < 1 || p.d_qk > kMaxDqk || p.d_v < 1 || p.d_v > std::min(p.d_qk, kMaxDv)) {
     return not_implemented("sparse_mla reference: d_qk (" + std::to_string(p.d_qk) + ") / d_v (" +
@@ -153,7 +180,11 @@ static Status sparse_mla_gpu_unguarded(const SparseMlaParams& params) {
   if (p.num_tokens == 0) return Status::ok();
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(p.num_tokens, kMaxTokenBlocks)),
                   static_cast<unsigned>(p.num_heads));
-  sparse_mla_reference_kernel<<<grid, kThreads, 0, p.stream>>>(p);
+  if (p.kv_format == KvFormat::kDeepSeekV32) {
+    sparse_mla_reference_kernel<KvFormat::kDeepSeekV32><<<grid, kThreads, 0, p.stream>>>(p);
+  } else {
+    sparse_mla_reference_kernel<KvFormat::kE4m3><<<grid, kThreads, 0, p.stream>>>(p);
+  }
   FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_reference_kernel");
   return Status::ok();
 }

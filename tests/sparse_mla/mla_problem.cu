@@ -3,17 +3,63 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
-#include "tools/random_inputs.h"
 #include "tools/mla_workload.h"
+#include "tools/random_inputs.h"
+#include "tools/v32_rows.h"
 
 namespace fp8dsa::mla_test {
 
 using tools::DeviceBuffer;
 
 namespace {
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
+// NaN as e4m3 (0x7F) and, for the V3.2 rows' padding, in every type a kernel could read there
+// (e4m3, bf16, f32 all-ones).
+constexpr uint8_t kE4m3NaN = 0x7F, kAllOnes = 0xFF;
+constexpr uint16_t kBf16NaN = 0xFFFF;
+
+// N V3.2 rows at `stride` bytes: values uniform in [-1, 1), each nope block scaled by 2^u (u uniform
+// in [-1.5, 1.5): the block scales spread over 8x), every 23rd block zero (scale 0), the rope as is.
+std::vector<uint8_t> random_v32_kv(int64_t N, int64_t stride, uint64_t seed) {
+  std::vector<uint8_t> kv(static_cast<size_t>(std::max<int64_t>(N, 1) * stride), 0);
+  std::vector<float> values = tools::random_f32(static_cast<size_t>(N * kDqk), seed);
+  tools::Random rng(seed + 1);
+  constexpr int kBlocks = kV32ScaleOffset / kV32ScaleBlock;
+  for (int64_t n = 0; n < N; ++n) {
+    float* row = values.data() + n * kDqk;
+    for (int b = 0; b < kBlocks; ++b) {
+      const bool zero = (n * kBlocks + b) % 23 == 5;
+      const float factor = zero ? 0.0f : static_cast<float>(std::exp2(rng.uniform(-1.5, 1.5)));
+      for (int c = 0; c < kV32ScaleBlock; ++c) row[b * kV32ScaleBlock + c] *= factor;
+    }
+    tools::quantize_v32_row(row, kv.data() + n * stride);
+  }
+  return kv;
+}
+
+// T * h packed rows of kDqk elements at p's q strides, in a buffer whose padding is `pad`.
+template <typename T>
+std::vector<T> strided_q(const std::vector<T>& rows, const SparseMlaParams& p, T pad) {
+  std::vector<T> q(static_cast<size_t>(p.num_tokens * p.q_token_stride), pad);
+  for (int64_t th = 0; th < p.num_tokens * p.num_heads; ++th) {
+    std::copy_n(rows.begin() + th * kDqk, kDqk,
+                q.begin() + (th / p.num_heads) * p.q_token_stride + (th % p.num_heads) * p.q_head_stride);
+  }
+  return q;
+}
+
+// Every element of q outside the T x h rows of d_qk becomes `pad`.
+template <typename T>
+void pad_q(const SparseMlaParams& p, T pad, T* q) {
+  for (int64_t t = 0; t < p.num_tokens; ++t)
+    for (int64_t i = 0; i < p.q_token_stride; ++i)
+      if (i >= p.num_heads * p.q_head_stride || i % p.q_head_stride >= kDqk) q[t * p.q_token_stride + i] = pad;
+}
+
 }  // namespace
 
 std::string MlaCase::name() const {
@@ -21,20 +67,26 @@ std::string MlaCase::name() const {
          " T=" + std::to_string(num_tokens) + (topk_length ? " +topk_length" : "") + (sink ? " +sink" : "") +
          (padded_strides ? " +strides" : "") + (distinct ? "" : " +duplicates") + (max_logits ? "" : " -max_logits") +
          (score_std > 0.0 ? " realistic std=" + std::to_string(score_std).substr(0, 4) : "") +
+         (kv_format == KvFormat::kE4m3 ? "" : std::string(" kv=") + kv_format_name(kv_format)) +
          " kernel=" + sparse_mla_kernel_name(kernel);
 }
 
 void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
   const int64_t T = c.num_tokens, N = c.num_kv;
   const int h = c.num_heads;
+  const bool v32 = c.kv_format == KvFormat::kDeepSeekV32;
+  const int64_t row_bytes = v32 ? kV32RowBytes : kDqk;
   SparseMlaParams& p = pr->host;
   p.num_tokens = T;
   p.num_kv = N;
   p.num_heads = h;
   p.topk = c.topk;
+  p.kv_format = c.kv_format;
+  p.q_dtype = v32 ? DType::kBF16 : DType::kE4M3;
   p.q_head_stride = kDqk + (c.padded_strides ? 64 : 0);
   p.q_token_stride = h * p.q_head_stride + (c.padded_strides ? 48 : 0);
-  p.kv_row_stride = c.padded_strides ? 656 : kDqk;  // the V3.2 FP8 cache row size
+  // e4m3 rows padded to the V3.2 FP8 cache row size; V3.2 rows by 48 bytes.
+  p.kv_row_stride = c.padded_strides ? kV32RowBytes + (v32 ? 48 : 0) : row_bytes;
   p.indices_stride = c.topk + (c.padded_strides ? 3 : 0);
   p.out_head_stride = kDv + (c.padded_strides ? 24 : 0);
   p.out_token_stride = h * p.out_head_stride + (c.padded_strides ? 16 : 0);
@@ -43,6 +95,8 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
   p.kv_scale = c.kv_scale;
   p.kernel = c.kernel;
 
+  std::vector<uint16_t> q_bf16;  // V3.2: q before it becomes pr->q's bytes
+  pr->kv.assign(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), 0);
   std::vector<int32_t> packed;
   if (c.score_std > 0.0) {
     tools::MlaWorkloadSpec spec;
@@ -55,26 +109,40 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     spec.seed = seed;
     tools::MlaWorkload w = tools::make_mla_workload(spec);
     pr->workload = w.describe();
-    pr->q.assign(static_cast<size_t>(T * p.q_token_stride), 0);
-    pr->kv.assign(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), 0);
-    for (int64_t th = 0; th < T * h; ++th) {
-      std::copy_n(w.q.begin() + th * kDqk, kDqk,
-                  pr->q.begin() + (th / h) * p.q_token_stride + (th % h) * p.q_head_stride);
+    if (v32) {
+      const tools::V32Workload v = tools::make_v32_workload(w, seed + 5);
+      q_bf16 = strided_q(v.q_bf16, p, kBf16NaN);
+      for (int64_t r = 0; r < N; ++r) {
+        std::copy_n(v.kv.begin() + r * row_bytes, row_bytes, pr->kv.begin() + r * p.kv_row_stride);
+      }
+    } else {
+      pr->q = strided_q(w.q, p, kE4m3NaN);
+      for (int64_t r = 0; r < N; ++r) std::copy_n(w.kv.begin() + r * kDqk, kDqk, pr->kv.begin() + r * p.kv_row_stride);
     }
-    for (int64_t r = 0; r < N; ++r) std::copy_n(w.kv.begin() + r * kDqk, kDqk, pr->kv.begin() + r * p.kv_row_stride);
     packed = std::move(w.indices);
   } else {
-    pr->q = tools::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
-    pr->kv = tools::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
+    if (v32) {
+      q_bf16 = tools::random_bf16(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
+      pr->kv = random_v32_kv(N, p.kv_row_stride, seed + 1);
+    } else {
+      pr->q = tools::random_e4m3(static_cast<size_t>(T * p.q_token_stride), seed, -c.q_range, c.q_range);
+      pr->kv = tools::random_e4m3(static_cast<size_t>(std::max<int64_t>(N, 1) * p.kv_row_stride), seed + 1);
+    }
     packed = tools::random_indices(T, c.topk, N, seed + 2, c.invalid_fraction, c.distinct);
   }
   if (c.padded_strides) {
-    // Padding bytes are e4m3 NaN: a kernel that reads them poisons its output.
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < p.q_token_stride; ++i)
-        if (i >= h * p.q_head_stride || i % p.q_head_stride >= kDqk) pr->q[t * p.q_token_stride + i] = 0x7F;
+    // Padding is NaN: a kernel that reads it poisons its output.
+    if (v32) {
+      pad_q(p, kBf16NaN, q_bf16.data());
+    } else {
+      pad_q(p, kE4m3NaN, pr->q.data());
+    }
     for (int64_t r = 0; r < N; ++r)
-      for (int64_t i = kDqk; i < p.kv_row_stride; ++i) pr->kv[r * p.kv_row_stride + i] = 0x7F;
+      for (int64_t i = row_bytes; i < p.kv_row_stride; ++i) pr->kv[r * p.kv_row_stride + i] = v32 ? kAllOnes : kE4m3NaN;
+  }
+  if (v32) {
+    pr->q.resize(q_bf16.size() * sizeof(uint16_t));
+    std::memcpy(pr->q.data(), q_bf16.data(), pr->q.size());
   }
 
   pr->indices.assign(static_cast<size_t>(T * p.indices_stride), INT_MIN);

@@ -22,7 +22,7 @@ struct MlaCase {
   int64_t num_tokens;
   bool topk_length = false;  // per-token lengths: full, 0, random, negative, past topk, 65
   bool sink = false;         // random sinks, with +inf on head 0 and -inf on the last head
-  bool padded_strides = false;  // every stride padded; the padding bytes are e4m3 NaN
+  bool padded_strides = false;  // every stride padded; the padding bytes are NaN in every type read
   float q_scale = 1.0f, kv_scale = 1.0f;
   bool max_logits = true;    // false: max_logits not requested (stays poisoned)
   float sm_scale = 0.0f;     // 0 = 1/sqrt(192)
@@ -34,6 +34,9 @@ struct MlaCase {
   // q / kv and random indices. q_range, distinct and invalid_fraction then do not apply.
   double score_std = 0.0;
   SparseMlaKernel kernel = SparseMlaKernel::kFp8;
+  // kDeepSeekV32: bf16 q and 656-byte rows whose nope blocks have scales spread over 8x (some zero),
+  // from the same kinds of values (the realistic path: tools::make_v32_workload).
+  KvFormat kv_format = KvFormat::kE4m3;
 
   std::string name() const;
 };
@@ -42,7 +45,7 @@ struct MlaCase {
 // (indices with the SPEC's invalid values mixed in, and one token with no valid key at all).
 struct MlaProblem {
   std::string workload;  // the realistic inputs' measured statistics (MlaCase::score_std > 0)
-  std::vector<uint8_t> q, kv;
+  std::vector<uint8_t> q, kv;  // q: e4m3 or bf16 bytes (kv_format)
   std::vector<int32_t> indices, topk_length;
   std::vector<float> sink;
   SparseMlaParams host, device;

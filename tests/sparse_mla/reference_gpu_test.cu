@@ -106,6 +106,69 @@ TEST(SparseMlaReferenceGpu, EveryHeadCount) {
   }
 }
 
+// The same cases over DeepSeek-V3.2 rows: bf16 q, 656-byte rows with per-block scales.
+MlaCase v32(MlaCase c) {
+  c.kv_format = KvFormat::kDeepSeekV32;
+  return c;
+}
+
+TEST(SparseMlaReferenceGpu, DeepSeekV32AgainstCpuReference) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  MlaCase realistic{2048, 512, 64, 48, true, true};
+  realistic.score_std = 3.0;
+  const std::vector<MlaCase> cases = {
+      v32({128, 128, 8, 213}),
+      v32({256, 256, 16, 62, true, false, true}),
+      v32({592, 128, 32, 213, false, true}),
+      v32({1840, 256, 64, 62, true, true, false, 1.0f, 1.0f, false}),
+      v32({1521, 512, 128, 62, false, false, true}),
+      v32({153, 256, 16, 213, true, true, true}),
+      v32({700, 256, 128, 40, true, true, true, 0.25f, 3.0f}),
+      v32({64, 8192, 128, 1}),
+      v32({0, 64, 16, 5, true, true}),  // N = 0: every index is invalid
+      v32(realistic),
+  };
+  uint64_t seed = 60000;
+  for (const MlaCase& c : cases) run_case(c, seed += 10);
+}
+
+// Row offsets past 2^31 bytes: a pool of 3.4M V3.2 rows (2.2 GB) whose selected rows are its last
+// 4096. The results equal those of the same rows in a pool of their own, bitwise.
+TEST(SparseMlaReferenceGpu, DeepSeekV32RowOffsetsPast2GiB) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  constexpr int64_t kPoolRows = 3400000, kRows = 4096, kBase = kPoolRows - kRows;
+  static_assert(kBase * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
+  MlaProblem pr;
+  make_reference_problem(v32({kRows, 512, 16, 24, true, true}), 70000, &pr);
+  run_case(v32({kRows, 512, 16, 24, true, true}), 70000);  // the small pool against the CPU reference
+  ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return reference::sparse_mla_gpu(pr.device); },
+                                            rerun_outputs(pr)));
+  const std::vector<uint16_t> expected_out = pr.d_out.download();
+  const std::vector<float> expected_lse = pr.d_lse.download();
+  const std::vector<float> expected_max = pr.d_max_logits.download();
+
+  DeviceBuffer<uint8_t> pool(static_cast<size_t>(kPoolRows * kV32RowBytes));
+  FP8DSA_ASSERT_CUDA(cudaMemcpy(pool.get() + kBase * kV32RowBytes, pr.kv.data(), kRows * kV32RowBytes,
+                                cudaMemcpyHostToDevice));
+  std::vector<int32_t> indices = pr.indices;
+  for (int32_t& i : indices) {
+    if (i >= 0 && i < kRows) i += kBase;
+    else if (i == kRows) i = kPoolRows;  // still the first invalid row
+  }
+  DeviceBuffer<int32_t> d_indices(indices);
+  SparseMlaParams big = pr.device;
+  big.num_kv = kPoolRows;
+  big.kv = pool.get();
+  big.indices = d_indices.get();
+  testing::poison(pr.d_out);
+  testing::poison(pr.d_lse);
+  FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_gpu(big));
+  EXPECT_TRUE(pr.d_out.download() == expected_out);
+  const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
+  EXPECT_EQ(0, std::memcmp(lse.data(), expected_lse.data(), lse.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(max_logits.data(), expected_max.data(), max_logits.size() * sizeof(float)));
+}
+
 // One valid key gives softmax 1: out = kv_scale * V row, lse = max_logits = the score. The same key
 // listed twice doubles the sum: lse = score + log 2, out unchanged.
 TEST(SparseMlaReferenceGpu, SingleAndDuplicateKeyHandComputed) {
@@ -157,10 +220,12 @@ TEST(SparseMlaReferenceGpu, EmptyCacheAndZeroTokens) {
 
 // The public entry point with kernel = kReference runs this kernel; bad arguments are refused by
 // both entry points with InvalidArgument.
-TEST(SparseMlaReferenceGpu, DispatcherRunsReferenceAndRejectsBadArguments) {
-  FP8DSA_SKIP_WITHOUT_GPU();
+void check_dispatcher(KvFormat format) {
+  SCOPED_TRACE(kv_format_name(format));
+  MlaCase c{300, 128, 16, 20, true, true, true};
+  c.kv_format = format;
   MlaProblem pr;
-  make_reference_problem(MlaCase{300, 128, 16, 20, true, true, true}, 50000, &pr);
+  make_reference_problem(c, 50000, &pr);
   ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return reference::sparse_mla_gpu(pr.device); },
                                             rerun_outputs(pr)));
   const std::vector<uint16_t> expected_out = pr.d_out.download();
@@ -181,6 +246,12 @@ TEST(SparseMlaReferenceGpu, DispatcherRunsReferenceAndRejectsBadArguments) {
   bad = pr.device;
   bad.sm_scale = 0.0f;
   EXPECT_EQ(reference::sparse_mla_gpu(bad).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SparseMlaReferenceGpu, DispatcherRunsReferenceAndRejectsBadArguments) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  check_dispatcher(KvFormat::kE4m3);
+  check_dispatcher(KvFormat::kDeepSeekV32);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <climits>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -470,6 +472,160 @@ TEST(SparseMlaReference, MaxLogitsOptional) {
   ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
   EXPECT_NEAR(pr.lse[0], std::log(7.0), kHandTol);
   EXPECT_EQ(pr.max_logits[0], kLseSentinel);
+}
+
+// DeepSeek-V3.2 rows. Each test builds a kDeepSeekV32 problem whose dequantised values are those of
+// an e4m3-format problem (with power-of-two block scales, every product is again an e4m3 value),
+// so the two must give bitwise the same outputs: the V3.2 reading is checked against the e4m3 one.
+using BlockScale = std::function<float(int64_t row, int block)>;
+constexpr int kBlocks = kDv / kV32ScaleBlock;
+
+// pr (e4m3 format) with nope block b of kv row n multiplied by scale(n, b).
+Problem scaled_columns(const Problem& pr, const BlockScale& scale) {
+  Problem scaled = pr;
+  const SparseMlaParams r = pr.params.resolved();
+  for (int64_t n = 0; n < r.num_kv; ++n) {
+    for (int c = 0; c < kDv; ++c) {
+      uint8_t& bits = scaled.kv[n * r.kv_row_stride + c];
+      const float x = e4m3_to_float(bits) * scale(n, c / kV32ScaleBlock);
+      bits = float_to_e4m3(x);
+      EXPECT_EQ(e4m3_to_float(bits), x) << "the test's scale leaves e4m3 at row " << n << ", column " << c;
+    }
+  }
+  scaled.bind();
+  return scaled;
+}
+
+// The kDeepSeekV32 form of pr (e4m3 format): q as bf16, each kv row's nope bytes with block scales
+// scale(n, b), its rope as bf16, at kv_row_stride bytes (padding NaN in every type). Its dequantised
+// kv is scaled_columns(pr, scale)'s.
+Problem v32_form(const Problem& pr, const BlockScale& scale, int64_t kv_row_stride = kV32RowBytes) {
+  Problem v = pr;
+  const SparseMlaParams r = pr.params.resolved();
+  SparseMlaParams& p = v.params;
+  p.kv_format = KvFormat::kDeepSeekV32;
+  p.q_dtype = DType::kBF16;
+  p.kv_row_stride = kv_row_stride;
+  std::vector<uint16_t> q(pr.q.size());  // every e4m3 value is a bf16 value; same element strides
+  for (size_t i = 0; i < q.size(); ++i) q[i] = float_to_bf16(e4m3_to_float(pr.q[i]));
+  v.q.resize(q.size() * sizeof(uint16_t));
+  std::memcpy(v.q.data(), q.data(), v.q.size());
+  v.kv.assign(static_cast<size_t>(r.num_kv * kv_row_stride), 0xFF);
+  for (int64_t n = 0; n < r.num_kv; ++n) {
+    const uint8_t* from = pr.kv.data() + n * r.kv_row_stride;
+    uint8_t* row = v.kv.data() + n * kv_row_stride;
+    std::copy_n(from, kDv, row);
+    for (int b = 0; b < kBlocks; ++b) {
+      const float s = scale(n, b);
+      std::memcpy(row + kV32ScaleOffset + 4 * b, &s, 4);
+    }
+    for (int c = kDv; c < kDqk; ++c) {
+      const uint16_t rope = float_to_bf16(e4m3_to_float(from[c]));
+      std::memcpy(row + kV32RopeOffset + 2 * (c - kDv), &rope, 2);
+    }
+  }
+  v.reset_outputs();
+  return v;
+}
+
+// Both problems' public outputs and f64 results, bitwise.
+void expect_same_results(Problem& a, Problem& b) {
+  ASSERT_TRUE(reference::sparse_mla_cpu(a.params).is_ok());
+  ASSERT_TRUE(reference::sparse_mla_cpu(b.params).is_ok());
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(a.max_logits.data(), b.max_logits.data(), a.max_logits.size() * sizeof(float)), 0);
+  std::vector<double> out_a, out_b, lse_a, lse_b;
+  ASSERT_TRUE(reference::sparse_mla_cpu_f64(a.params, &out_a, &lse_a, nullptr).is_ok());
+  ASSERT_TRUE(reference::sparse_mla_cpu_f64(b.params, &out_b, &lse_b, nullptr).is_ok());
+  EXPECT_TRUE(out_a == out_b);
+  EXPECT_TRUE(lse_a == lse_b);
+}
+
+TEST(SparseMlaReferenceV32, UnitScalesMatchTheE4m3Format) {
+  for (const Case& c : {Case{16, 153, 256, 3, true, true, true}, Case{128, 95, 128, 1, true, false, false}}) {
+    Problem e4m3 = random_problem(c, 91);
+    const BlockScale unit = [](int64_t, int) { return 1.0f; };
+    Problem packed = v32_form(e4m3, unit);
+    expect_same_results(e4m3, packed);
+    Problem strided = v32_form(e4m3, unit, kV32RowBytes + 64);  // padding NaN: must not be read
+    expect_same_results(e4m3, strided);
+  }
+}
+
+TEST(SparseMlaReferenceV32, BlockScalesApplyToTheirColumns) {
+  // Row n: scale 2 on block n % 4, 4 on block (n + 2) % 4, 1 on the other two.
+  const Case c{16, 153, 256, 3, true, false, true};
+  Problem e4m3 = random_problem(c, 92);
+  const BlockScale scale = [](int64_t n, int b) {
+    if (b == n % 4) return 2.0f;
+    if (b == (n + 2) % 4) return 4.0f;
+    return 1.0f;
+  };
+  Problem expected = scaled_columns(e4m3, scale);
+  Problem v32 = v32_form(e4m3, scale);
+  expect_same_results(expected, v32);
+  Problem unscaled = v32_form(e4m3, [](int64_t, int) { return 1.0f; });
+  ASSERT_TRUE(reference::sparse_mla_cpu(unscaled.params).is_ok());
+  EXPECT_NE(unscaled.out, v32.out);  // the scales matter
+}
+
+TEST(SparseMlaReferenceV32, ZeroScaleBlocks) {
+  // Scale 0 zeroes its block whatever the e4m3 bytes hold; row 7 has every nope block zero.
+  const Case c{16, 153, 256, 3, false, false, false};
+  Problem e4m3 = random_problem(c, 93);
+  const BlockScale scale = [](int64_t n, int b) { return n == 7 || (n * 4 + b) % 5 == 0 ? 0.0f : 1.0f; };
+  Problem expected = scaled_columns(e4m3, scale);
+  Problem v32 = v32_form(e4m3, scale);
+  expect_same_results(expected, v32);
+}
+
+TEST(SparseMlaReferenceV32, RopeKeepsBf16Precision) {
+  // One token over keys 0 and 1. Non-zero are only q's first rope column (1 + 2^-6), the keys'
+  // first rope values (1 + 2^-7 and 1) and column 0 of the V rows (+1 and -1). 1 + 2^-6 and
+  // 1 + 2^-7 are bf16 values but not e4m3 ones (3 mantissa bits): rounded to e4m3, both scores would
+  // be 1 and out 0.
+  constexpr int h = 8;
+  const double q_rope = 1.0 + std::ldexp(1.0, -6), key_rope = 1.0 + std::ldexp(1.0, -7);
+  Problem pr;
+  std::vector<uint16_t> q(h * kDqk, 0);
+  for (int head = 0; head < h; ++head) q[head * kDqk + kDv] = float_to_bf16(static_cast<float>(q_rope));
+  pr.q.resize(q.size() * 2);
+  std::memcpy(pr.q.data(), q.data(), pr.q.size());
+  pr.kv.assign(2 * kV32RowBytes, 0);
+  const float one = 1.0f;
+  for (int n = 0; n < 2; ++n) {
+    uint8_t* row = pr.kv.data() + n * kV32RowBytes;
+    row[0] = float_to_e4m3(n == 0 ? 1.0f : -1.0f);
+    for (int b = 0; b < kBlocks; ++b) std::memcpy(row + kV32ScaleOffset + 4 * b, &one, 4);
+    const uint16_t rope = float_to_bf16(static_cast<float>(n == 0 ? key_rope : 1.0));
+    std::memcpy(row + kV32RopeOffset, &rope, 2);
+  }
+  pr.indices.assign(64, -1);
+  pr.indices[0] = 0;
+  pr.indices[1] = 1;
+  SparseMlaParams& p = pr.params;
+  p.kv_format = KvFormat::kDeepSeekV32;
+  p.q_dtype = DType::kBF16;
+  p.num_tokens = 1;
+  p.num_kv = 2;
+  p.num_heads = h;
+  p.topk = 64;
+  p.sm_scale = 1.0f;
+  pr.reset_outputs();
+
+  std::vector<double> out, lse, max_logits;
+  ASSERT_TRUE(reference::sparse_mla_cpu_f64(p, &out, &lse, &max_logits).is_ok());
+  const double s0 = q_rope * key_rope, s1 = q_rope;
+  for (int head = 0; head < h; ++head) {
+    EXPECT_EQ(max_logits[head], s0);  // exact: a 14-bit product
+    EXPECT_NEAR(lse[head], std::log(std::exp(s0) + std::exp(s1)), 1e-12);
+    EXPECT_NEAR(out[head * kDv], std::tanh((s0 - s1) / 2), 1e-12);  // (e^s0 - e^s1) / (e^s0 + e^s1)
+    EXPECT_EQ(out[head * kDv + 1], 0.0);
+  }
+  ASSERT_TRUE(reference::sparse_mla_cpu(p).is_ok());
+  EXPECT_EQ(pr.max_logits[0], static_cast<float>(s0));
+  EXPECT_NEAR(pr.out_at(0, 0, 0), std::tanh((s0 - s1) / 2), kBf16Tol * std::tanh((s0 - s1) / 2));
 }
 
 // The shared check must catch what it claims to catch.

@@ -268,6 +268,103 @@ TEST(SparseMlaValidate, RejectsExtentOverflow) {
   expect_rejected(p, StatusCode::kInvalidArgument, "out extent");
 }
 
+SparseMlaParams good_v32_params() {
+  SparseMlaParams p = good_params();
+  p.kv_format = KvFormat::kDeepSeekV32;
+  p.q_dtype = DType::kBF16;
+  return p;
+}
+
+TEST(SparseMlaValidate, DeepSeekV32AcceptsGoodParams) {
+  EXPECT_TRUE(validate(good_v32_params()).is_ok()) << validate(good_v32_params()).to_string();
+  SparseMlaParams r = good_v32_params().resolved();
+  EXPECT_EQ(r.kv_row_stride, 656);  // bytes: the row, not d_qk
+  EXPECT_EQ(r.q_head_stride, 576);  // elements
+  EXPECT_EQ(r.q_token_stride, 128 * 576);
+  SparseMlaParams p = good_v32_params();  // bf16 rows need 8-element (16-byte) multiples only
+  p.q_head_stride = 584;
+  p.q_token_stride = 128 * 584 + 8;
+  p.kv_row_stride = 672;
+  p.topk_length = at<const int32_t>(1280);
+  p.attn_sink = at<const float>(1536);
+  p.max_logits = at<float>(1792);
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  p = good_v32_params();  // a wide pool whose rows hold more than the V3.2 row
+  p.kv_row_stride = 656 * 1024;
+  p.num_kv = 4000000;  // 2.6e12 bytes: row offsets past 2^31, well inside int64
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+}
+
+TEST(SparseMlaValidate, DeepSeekV32Dtypes) {
+  SparseMlaParams p = good_v32_params();
+  p.q_dtype = DType::kE4M3;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q dtype must be bf16 with kv_format deepseek_v32 (given e4m3)");
+  p.q_dtype = DType::kF32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q dtype must be bf16 with kv_format deepseek_v32 (given f32)");
+  p = good_v32_params();
+  p.kv_dtype = DType::kBF16;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv dtype must be e4m3 (given bf16)");
+  p = good_v32_params();
+  p.out_dtype = DType::kF32;
+  expect_rejected(p, StatusCode::kInvalidArgument, "out dtype must be bf16 (given f32)");
+  p = good_params();  // bf16 q with the e4m3 rows is still the later BF16 path
+  p.q_dtype = DType::kBF16;
+  expect_rejected(p, StatusCode::kNotImplemented, "the BF16/dequant path is a later stage");
+}
+
+TEST(SparseMlaValidate, DeepSeekV32HeadDims) {
+  SparseMlaParams p = good_v32_params();
+  p.d_qk = 512;
+  expect_rejected(p, StatusCode::kInvalidArgument,
+                  "kv_format deepseek_v32 needs d_qk 576 and d_v 512 (given 512 and 512)");
+  p = good_v32_params();
+  p.d_v = 256;
+  expect_rejected(p, StatusCode::kInvalidArgument, "needs d_qk 576 and d_v 512 (given 576 and 256)");
+}
+
+TEST(SparseMlaValidate, DeepSeekV32Strides) {
+  SparseMlaParams p = good_v32_params();
+  p.kv_row_stride = 576;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_row_stride (576) must be >= the deepseek_v32 row bytes (656)");
+  p.kv_row_stride = 648;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_row_stride (648) must be >=");
+  p.kv_row_stride = 664;
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_row_stride (664) must be a multiple of 16");
+  p = good_v32_params();
+  p.q_head_stride = 580;
+  expect_rejected(p, StatusCode::kInvalidArgument,
+                  "q_head_stride (580) must be a multiple of 8 (16-byte row alignment)");
+  p.q_head_stride = 568;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_head_stride (568) must be >= d_qk (576)");
+  p = good_v32_params();
+  p.q_token_stride = 128 * 576 + 4;
+  expect_rejected(p, StatusCode::kInvalidArgument, "q_token_stride (73732) must be a multiple of 8");
+}
+
+TEST(SparseMlaValidate, DeepSeekV32ExtentOverflow) {
+  // The q extent counts 2 bytes per element: a token stride that fits int64 as elements need not
+  // as bytes.
+  SparseMlaParams p = good_v32_params();
+  p.num_tokens = 1 << 30;
+  p.q_token_stride = int64_t{1} << 32;  // 2^62 elements, 2^63 bytes
+  expect_rejected(p, StatusCode::kInvalidArgument, "q extent (1073741824 rows x stride 4294967296 x 2 bytes)");
+  p.q_token_stride = int64_t{1} << 31;  // 2^62 bytes
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  p = good_v32_params();
+  p.num_kv = 1 << 30;
+  p.kv_row_stride = int64_t{1} << 33;  // in bytes: 2^63
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv extent (1073741824 rows x stride 8589934592 x 1 bytes)");
+}
+
+TEST(SparseMlaValidate, UnknownKvFormat) {
+  SparseMlaParams p = good_params();
+  p.kv_format = static_cast<KvFormat>(5);
+  expect_rejected(p, StatusCode::kInvalidArgument, "kv_format (5) must be one of {0, 1}");
+  EXPECT_STREQ(kv_format_name(KvFormat::kE4m3), "e4m3");
+  EXPECT_STREQ(kv_format_name(KvFormat::kDeepSeekV32), "deepseek_v32");
+  EXPECT_STREQ(kv_format_name(static_cast<KvFormat>(5)), "unknown");
+}
+
 TEST(SparseMlaValidate, KernelNamesAndUnknownKernel) {
   EXPECT_STREQ(sparse_mla_kernel_name(SparseMlaKernel::kAuto), "auto");
   EXPECT_STREQ(sparse_mla_kernel_name(SparseMlaKernel::kFp8), "fp8");

@@ -1,7 +1,8 @@
 // Host side of the native FP8 sparse MLA kernels: resolves strides, folds the scales and launches
 // the 64-head kernel (one CTA per token and 64-head block: h = 128 gives two CTAs per token that
 // share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
-// transposed small-head kernel (one CTA per token).
+// transposed small-head kernel (one CTA per token). DeepSeek-V3.2's 656-byte rows go to their own
+// 64-head kernel (v32_kernel.cuh) for every h.
 #include <array>
 #include <cmath>
 #include <iterator>
@@ -15,9 +16,12 @@
 namespace fp8dsa::sparse_mla {
 
 bool fp8_kernel_supports(const SparseMlaParams& params) {
+  const bool q_dtype_matches = params.kv_format == KvFormat::kDeepSeekV32 ? params.q_dtype == DType::kBF16
+                                                                          : params.q_dtype == DType::kE4M3;
+  const bool format_known = params.kv_format == KvFormat::kE4m3 || params.kv_format == KvFormat::kDeepSeekV32;
   return (params.num_heads % Heads64Config::kHeads == 0 || params.num_heads < Heads64Config::kHeads) &&
-         params.num_heads > 0 && params.d_qk == MlaShape::kDqk && params.d_v == MlaShape::kDv &&
-         params.q_dtype == DType::kE4M3 && params.kv_dtype == DType::kE4M3 && params.out_dtype == DType::kBF16;
+         params.num_heads > 0 && params.d_qk == MlaShape::kDqk && params.d_v == MlaShape::kDv && format_known &&
+         q_dtype_matches && params.kv_dtype == DType::kE4M3 && params.out_dtype == DType::kBF16;
 }
 
 namespace {
@@ -48,16 +52,19 @@ Status launch_heads64_chains(int qk_chains, const KernelArgs& args, unsigned blo
 
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tuning) {
   if (!fp8_kernel_supports(params)) {
-    return not_implemented("sparse_mla fp8: the FP8 kernel takes e4m3 q and kv, d_qk 576, d_v 512, bf16 out "
-                           "and any SPEC head count (got num_heads " + std::to_string(params.num_heads) + ")");
+    return not_implemented("sparse_mla fp8: the FP8 kernel takes d_qk 576, d_v 512, bf16 out, any SPEC head "
+                           "count, and e4m3 q with 576-byte e4m3 rows or bf16 q with 656-byte V3.2 rows (got "
+                           "num_heads " + std::to_string(params.num_heads) + ", q " + dtype_name(params.q_dtype) +
+                           ", kv format " + kv_format_name(params.kv_format) + ")");
   }
+  const bool v32 = params.kv_format == KvFormat::kDeepSeekV32;
   if (!is_instantiated_qk_chains(tuning.qk_chains)) return qk_chains_not_instantiated(tuning.qk_chains);
   const SparseMlaParams r = params.resolved();
-  const bool transposed = tuning.small_heads == SmallHeads::kTransposed ? has_transposed_kernel(r.num_heads)
-                          : tuning.small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
-                                                                        : false;
-  if (transposed && tuning.qk_chains != kDefaultQkChains) {
-    return invalid_argument("sparse_mla fp8: the h < 64 kernel is built for qk_chains " +
+  const bool transposed = !v32 && (tuning.small_heads == SmallHeads::kTransposed ? has_transposed_kernel(r.num_heads)
+                                    : tuning.small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
+                                                                                  : false);
+  if ((transposed || v32) && tuning.qk_chains != kDefaultQkChains) {
+    return invalid_argument("sparse_mla fp8: the h < 64 and the V3.2-row kernels are built for qk_chains " +
                             std::to_string(kDefaultQkChains) + " only");
   }
   if (r.num_tokens == 0) return Status::ok();
@@ -93,6 +100,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
     return invalid_argument("sparse_mla fp8: q_scale * kv_scale * sm_scale must be a finite positive f32");
   }
   const unsigned grid = static_cast<unsigned>(blocks);
+  if (v32) return launch_v32(tuning.v32_q_terms, k, grid, r.stream);
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }

@@ -28,13 +28,19 @@ constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || n
 // Measured faster than the padded 64-head kernel wherever it exists.
 constexpr bool transposed_by_default(int num_heads) { return has_transposed_kernel(num_heads); }
 
+// The V3.2-row kernel's bf16 q as this many e4m3 terms (v32_config.h): 2 by default (scores within
+// ~2^-8 of bf16 q's), 1 (~2^-4) only as the measured speed alternative.
+constexpr int kDefaultV32QTerms = 2;
+
 struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;
   SmallHeads small_heads = SmallHeads::kDefault;
+  int v32_q_terms = kDefaultV32QTerms;
 };
 
-// True where an FP8 tensor-core kernel exists for these (validated) params: e4m3 q / kv, d_qk 576,
-// d_v 512, bf16 out, any SPEC head count.
+// True where an FP8 tensor-core kernel exists for these (validated) params: d_qk 576, d_v 512,
+// bf16 out, any SPEC head count; e4m3 q and 576-byte rows, or bf16 q and DeepSeek-V3.2's 656-byte
+// rows.
 bool fp8_kernel_supports(const SparseMlaParams& params);
 
 // Launches it on params.stream. Expects validate(params) to have passed.
@@ -45,5 +51,7 @@ template <int kQkChains>
 Status launch_heads64(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+// v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).
+Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 
 }  // namespace fp8dsa::sparse_mla

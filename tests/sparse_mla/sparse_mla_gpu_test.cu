@@ -2,7 +2,8 @@
 // launch_sparse_mla_fp8) against the f64 CPU reference on the SPEC 8 shapes and edge cases (invalid
 // indices, all-invalid tokens, topk_length, sinks, strides, scales, duplicate keys) and on realistic
 // scores, on poisoned outputs with every-element-written checks and bitwise reruns; SPEC 8's large
-// cases on sampled tokens; argument errors.
+// cases on sampled tokens; argument errors. SparseMlaFp8V32: the same from DeepSeek-V3.2's 656-byte
+// rows with bf16 q, and row offsets past 2^31 bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,6 +59,19 @@ void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
               check.worst_bound_ratio);
 }
 
+// DeepSeek-V3.2 rows come with bf16 q, which the kernel quantises to e4m3 (two terms: ~8
+// significant bits, those of bf16 itself; v32_config.h): its scores then err against the f64
+// reference by a few times SPEC 6's lse / max_logits bound, as those of the engines' path do
+// (dequantise to bf16 + FlashMLA BF16: worst error / bound 4.5-6.2 on the bench's V3.2 inputs, ours
+// 3.4-5.9; bench/RESULTS.md). out keeps SPEC 6's bounds.
+constexpr double kV32ScoreBoundFactor = 8.0;
+
+bool meets_accuracy(const MlaCase& c, const tools::SparseMlaCheck& check) {
+  if (c.kv_format != KvFormat::kDeepSeekV32) return check.passed;
+  return check.rel_l2 <= 2.5e-2 && check.cosine >= 0.999 && check.convention_mismatches == 0 &&
+         check.non_finite_out == 0 && check.worst_bound_ratio <= kV32ScoreBoundFactor;
+}
+
 void run_case(const MlaCase& c, uint64_t seed) {
   SCOPED_TRACE(c.name());
   MlaProblem pr;
@@ -69,7 +83,7 @@ void run_case(const MlaCase& c, uint64_t seed) {
   tools::SampledMlaReference ref;  // every token
   FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
   const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
-  EXPECT_TRUE(check.passed) << check.description;
+  EXPECT_TRUE(meets_accuracy(c, check)) << check.description;
   if (c.num_tokens > 1) EXPECT_GE(check.empty_rows, c.num_heads);  // the all-invalid token
   print_check(c.name() + (pr.workload.empty() ? "" : ", " + pr.workload), check);
 }
@@ -229,7 +243,7 @@ TEST(SparseMlaFp8, RealisticScoresSmall) {
 }
 
 std::string tuning_label(const sparse_mla::Fp8Tuning& tuning) {
-  return "qk_chains=" + std::to_string(tuning.qk_chains) +
+  return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
          (tuning.small_heads == sparse_mla::SmallHeads::kTransposed ? " transposed"
           : tuning.small_heads == sparse_mla::SmallHeads::kPadded   ? " padded"
                                                                      : "");
@@ -253,9 +267,11 @@ void run_large(const MlaCase& c, uint64_t seed, int64_t every,
                            [&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
     if (::testing::Test::HasFatalFailure()) return;
     const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
-    if (tuning.qk_chains == sparse_mla::kDefaultQkChains) EXPECT_TRUE(check.passed) << check.description;
-    print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (check.passed ? "" : " (fails SPEC 6)"),
-                check);
+    const bool passed = meets_accuracy(c, check);
+    if (tuning.qk_chains == sparse_mla::kDefaultQkChains && tuning.v32_q_terms == sparse_mla::kDefaultV32QTerms) {
+      EXPECT_TRUE(passed) << check.description;
+    }
+    print_check(label + (pr.workload.empty() ? "" : ", " + pr.workload) + (passed ? "" : " (fails its bound)"), check);
   }
 }
 
@@ -311,6 +327,124 @@ TEST(SparseMlaFp8, QkChainsAccuracy) {
       run_large(c, 175000 + h + static_cast<uint64_t>(score_std), 1, tunings);
     }
   }
+}
+
+// DeepSeek-V3.2's 656-byte rows with bf16 q (the V3.2-row kernel, v32_kernel.cuh): the same cases.
+MlaCase v32(MlaCase c) {
+  c.kv_format = KvFormat::kDeepSeekV32;
+  return c;
+}
+
+TEST(SparseMlaFp8V32, SpecShapes) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const std::vector<MlaCase> cases = {
+      v32({128, 128, 64, 62}),
+      v32({256, 256, 128, 62, true, false, true}),
+      v32({592, 128, 64, 213, false, true}),
+      v32({1840, 256, 128, 62, true, true, false}),
+      v32({1521, 512, 64, 62, false, false, true}),
+      v32({95, 128, 128, 1, true, true}),
+      v32({153, 256, 64, 62, true, true, true}),
+      v32({32, 2048, 128, 4, false, true, false, 0.5f, 2.0f}),
+      v32({64, 8192, 64, 1}),
+      v32({700, 256, 32, 30, true, true, true}),
+      v32({700, 256, 16, 30, true, true, false}),
+      v32({1500, 512, 8, 17, true, true, true}),
+  };
+  uint64_t seed = 190000;
+  for (const MlaCase& c : cases) run_case(c, seed += 10);
+}
+
+TEST(SparseMlaFp8V32, HardNumerics) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  MlaCase peaked = v32({4000, 1024, 64, 16, false, true});
+  peaked.q_range = 3.0f;
+  peaked.sm_scale = 0.09f;
+  run_case(peaked, 191000);
+  MlaCase duplicates = v32({300, 512, 128, 16, true});
+  duplicates.distinct = false;
+  run_case(duplicates, 191010);
+  MlaCase mostly_invalid = v32({5000, 640, 64, 24, false, true, true});
+  mostly_invalid.invalid_fraction = 0.9;
+  run_case(mostly_invalid, 191020);
+  MlaCase scaled = v32({2000, 384, 128, 16});
+  scaled.q_scale = 0.03125f;
+  scaled.kv_scale = 8.0f;
+  scaled.sm_scale = 0.5f;
+  run_case(scaled, 191030);
+  run_case(v32({0, 128, 64, 5, true, true}), 191040);  // N = 0: every index is invalid
+}
+
+TEST(SparseMlaFp8V32, RealisticScores) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  uint64_t seed = 192000;
+  for (int h : {128, 64, 16}) {
+    for (double score_std : {1.0, 3.0, 10.0}) {
+      MlaCase c = v32({4096, 512, h, 40, h == 64, h == 128, h == 16});
+      c.score_std = score_std;
+      run_case(c, seed += 10);
+    }
+  }
+}
+
+TEST(SparseMlaFp8V32, LargeH128) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  MlaCase c = v32({65536, 2048, 128, 4096, true, true});
+  c.score_std = 3.0;
+  run_large(c, 193000, 16);
+  c.score_std = 10.0;
+  run_large(c, 193010, 16);
+}
+
+// bf16 q as one or two e4m3 terms, on flat and peaked realistic scores: prints both, requires the
+// default's bound.
+TEST(SparseMlaFp8V32, QTermsAccuracy) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (double score_std : {1.0, 3.0, 10.0}) {
+    MlaCase c = v32({16384, 2048, 128, 256});
+    c.score_std = score_std;
+    sparse_mla::Fp8Tuning one, two;
+    one.v32_q_terms = 1;
+    two.v32_q_terms = 2;
+    run_large(c, 195000 + static_cast<uint64_t>(score_std), 1, {one, two});
+  }
+}
+
+// Row offsets past 2^31 bytes: the selected rows are the last ones of a 2.2 GB pool, and the
+// results equal those of the same rows in a pool of their own, bitwise.
+TEST(SparseMlaFp8V32, RowOffsetsPast2GiB) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  constexpr int64_t kPoolRows = 3400000, kRows = 4096, kBase = kPoolRows - kRows;
+  static_assert(kBase * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
+  MlaProblem pr;
+  mla_test::make_problem(v32({kRows, 512, 128, 24, true, true}), 194000, &pr);
+  std::vector<uint16_t> expected_out;
+  std::vector<float> expected_lse, expected_max;
+  run_and_check_coverage(pr, &expected_out, &expected_lse, &expected_max);
+  if (::testing::Test::HasFatalFailure()) return;
+  tools::DeviceBuffer<uint8_t> pool(static_cast<size_t>(kPoolRows * kV32RowBytes));
+  FP8DSA_ASSERT_CUDA(cudaMemcpy(pool.get() + kBase * kV32RowBytes, pr.kv.data(), kRows * kV32RowBytes,
+                                cudaMemcpyHostToDevice));
+  std::vector<int32_t> indices = pr.indices;
+  for (int32_t& i : indices) {
+    if (i >= 0 && i < kRows) {
+      i += kBase;
+    } else if (i == kRows) {
+      i = kPoolRows;  // still the first invalid row
+    }
+  }
+  tools::DeviceBuffer<int32_t> d_indices(indices);
+  SparseMlaParams big = pr.device;
+  big.num_kv = kPoolRows;
+  big.kv = pool.get();
+  big.indices = d_indices.get();
+  testing::poison(pr.d_out);
+  testing::poison(pr.d_lse);
+  FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(big));
+  EXPECT_TRUE(pr.d_out.download() == expected_out);
+  const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
+  EXPECT_EQ(0, std::memcmp(lse.data(), expected_lse.data(), lse.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(max_logits.data(), expected_max.data(), max_logits.size() * sizeof(float)));
 }
 
 TEST(SparseMlaFp8, RejectsBadArguments) {

@@ -3,6 +3,8 @@
 // tile, the wgmma O^T += V^T P^T on those fragments (operand layouts of hopper/wgmma_layout.h) and
 // the epilogue's (head, d_v) for every accumulator register, against O = P V computed directly.
 // Also: the fragments' 8-byte loads of one instruction hit 32 distinct banks (half-warp phases).
+// The same for the V3.2-row kernel's layout (v32_value_layout.h): two 4-byte loads per key, and
+// every accumulator block's 64 rows inside one 128-column scale block.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -15,6 +17,7 @@
 #include "hopper/wgmma_layout.h"
 #include "sparse_mla/config.h"
 #include "sparse_mla/key_order.h"
+#include "sparse_mla/v32_value_layout.h"
 #include "sparse_mla/value_layout.h"
 
 namespace fp8dsa::sparse_mla {
@@ -159,6 +162,109 @@ TEST(SparseMlaValueLayout, GatherSharesCoverTheTileOnce) {
           ++copies[dst / 16];
           if (col < C::kDv) EXPECT_EQ(col / C::kDvPerValueGroup, w) << "a group copies only its own d_v columns";
         }
+  for (size_t i = 0; i < copies.size(); ++i) EXPECT_EQ(copies[i], 1) << "chunk " << i;
+}
+
+// V3.2 rows: V^T fragments from a nope tile (the first 512 columns of the 576-column tile above
+// serve: the nope tile is the same SW64 layout), O^T = V^T P^T, and the epilogue's columns.
+TEST(SparseMlaValueLayout, V32FragmentsMmaAndEpilogueComputePTimesV) {
+  std::vector<uint8_t> tile(V32Config::kNopeTileBytes);
+  const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDv, 17);
+  for (int key = 0; key < kKeys; ++key)
+    for (int col = 0; col < C::kDv; ++col)
+      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
+          static_cast<uint8_t>(v_values[key * C::kDv + col]);
+  // P^T as the wgmma reads it: K position k of head n holds key v_key_at(k).
+  const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 19);
+  const auto p_t = [&](int n, int k) { return p_values[n * kKeys + v_key_at(k)]; };
+  for (int w = 0; w < V32Config::kNumValueGroups; ++w) {
+    std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);
+    for (int ks = 0; ks < 2; ++ks) {
+      std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
+      for (int thread = 0; thread < 128; ++thread) {
+        const int warp = thread / 32, lane = thread % 32;
+        uint32_t frag[4][4];
+        build_value_fragments(frag, value_loads_v32(w, thread), ks, [&](uint32_t offset, uint32_t (&words)[2]) {
+          ASSERT_EQ(offset % 4, 0u);
+          for (int i = 0; i < 2; ++i) {
+            const uint32_t at = offset + static_cast<uint32_t>(i) * kV32HighHalfBytes;
+            words[i] = 0;
+            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[at + b]) << (8 * b);
+          }
+        });
+        for (int mb = 0; mb < 4; ++mb)
+          for (int j = 0; j < 4; ++j)
+            for (int b = 0; b < 4; ++b) {
+              int& cell = a[(mb * 64 + hopper::a_frag_row(warp, lane, j)) * 32 + hopper::a_frag_k(lane, j) + b];
+              ASSERT_EQ(cell, -1) << "fragment element written twice";
+              cell = static_cast<int>((frag[mb][j] >> (8 * b)) & 0xFF);
+            }
+      }
+      for (int mb = 0; mb < 4; ++mb)
+        for (int m = 0; m < 64; ++m)
+          for (int n = 0; n < kHeads; ++n) {
+            int64_t sum = 0;
+            for (int k = 0; k < 32; ++k) sum += int64_t{a[(mb * 64 + m) * 32 + k]} * p_t(n, 32 * ks + k);
+            o[(mb * 64 + m) * 64 + n] += sum;
+          }
+    }
+    std::set<std::pair<int, int>> seen;
+    for (int thread = 0; thread < 128; ++thread) {
+      const int warp = thread / 32, lane = thread % 32;
+      for (int mb = 0; mb < 4; ++mb)
+        for (int c = 0; c < 8; ++c)
+          for (int hh = 0; hh < 2; ++hh)
+            for (int e = 0; e < 2; ++e) {
+              const int r = 4 * c + 2 * hh + e;
+              const int head = value_head(lane, c, e);
+              const int dv = value_dv_v32(w, warp, lane) + kV32ScaleBlock * (mb / 2) + 2 * (mb % 2) + hh;
+              ASSERT_EQ(dv / kV32ScaleBlock, 2 * w + mb / 2) << "a block's rows share one scale block";
+              ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
+              int64_t expected = 0;
+              for (int key = 0; key < kKeys; ++key) {
+                expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDv + dv];
+              }
+              ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
+                  << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
+            }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * V32Config::kDvPerValueGroup);
+  }
+}
+
+// A warp's 4-byte loads of one instruction hit 32 distinct banks.
+TEST(SparseMlaValueLayout, V32FragmentLoadsAreConflictFree) {
+  for (int w = 0; w < V32Config::kNumValueGroups; ++w)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int ks = 0; ks < 2; ++ks) {
+        std::vector<std::vector<uint32_t>> offsets(32);
+        for (int lane = 0; lane < 32; ++lane) {
+          uint32_t frag[4][4];
+          build_value_fragments(frag, value_loads_v32(w, 32 * warp + lane), ks,
+                                [&](uint32_t offset, uint32_t (&words)[2]) {
+                                  offsets[lane].push_back(offset);
+                                  offsets[lane].push_back(offset + kV32HighHalfBytes);
+                                  words[0] = words[1] = 0;
+                                });
+        }
+        for (size_t i = 0; i < offsets[0].size(); ++i) {
+          std::set<uint32_t> banks;
+          for (int lane = 0; lane < 32; ++lane) banks.insert((offsets[lane][i] % 128) / 4);
+          EXPECT_EQ(banks.size(), 32u) << "w=" << w << " warp=" << warp << " ks=" << ks << " load " << i;
+        }
+      }
+}
+
+// The P_b chunks of a group's 128 threads cover a [64][64] tile once, in SW64 order.
+TEST(SparseMlaValueLayout, V32PbChunksCoverTheTileOnce) {
+  std::vector<int> copies(V32Config::kPSlotBytes / 16, 0);
+  for (int thread = 0; thread < 128; ++thread)
+    for (int c = 0; c < 2; ++c) {
+      const uint32_t at = pb_chunk_offset(thread, c);
+      ASSERT_EQ(at, hopper::kmajor_offset(hopper::Swizzle::k64B, kHeads, pb_row(thread),
+                                          static_cast<uint32_t>(pb_first_position(thread) + 16 * c)));
+      ++copies[at / 16];
+    }
   for (size_t i = 0; i < copies.size(); ++i) EXPECT_EQ(copies[i], 1) << "chunk " << i;
 }
 

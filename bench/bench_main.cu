@@ -27,7 +27,7 @@ using namespace fp8dsa;
 using namespace fp8dsa::bench;
 
 constexpr int kGemmSize = 8192;
-const char* const kAllOps[] = {"indexer", "topk", "fused_topk", "sparse_mla", "pipeline"};
+const char* const kAllOps[] = {"indexer", "topk", "fused_topk", "sparse_mla", "sparse_mla_v32", "pipeline"};
 
 struct Options {
   std::vector<std::string> ops{std::begin(kAllOps), std::end(kAllOps)};
@@ -49,7 +49,7 @@ void print_usage(std::FILE* out) {
                "GEMM 8192^3 (e4m3 in, bf16 out) in the same run; prints op, shape, kernel, ms, TFLOPS\n"
                "(valid work only), ratio_to_fp8_gemm and GB/s, and appends the rows to a CSV.\n"
                "\n"
-               "  --ops=LIST     comma-separated subset of indexer,topk,fused_topk,sparse_mla,pipeline (default: all)\n"
+               "  --ops=LIST     comma-separated subset of indexer,topk,fused_topk,sparse_mla,sparse_mla_v32,pipeline (default: all)\n"
                "  --quick        fewer shapes (one or two per op)\n"
                "  --reps=N       timed repetitions per shape, median reported (default 10)\n"
                "  --warmup=N     untimed launches first (default 3)\n"
@@ -123,7 +123,7 @@ int parse_args(int argc, char** argv, Options* opt) {
         bool known = false;
         for (const char* k : kAllOps) known = known || op == k;
         if (!known) {
-          std::fprintf(stderr, "fp8dsa_bench: unknown op '%s' (indexer, topk, sparse_mla, pipeline)\n", op.c_str());
+          std::fprintf(stderr, "fp8dsa_bench: unknown op '%s' (indexer, topk, fused_topk, sparse_mla, sparse_mla_v32, pipeline)\n", op.c_str());
           return 2;
         }
         opt->ops.push_back(op);
@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
                              {"topk", run_topk_bench},
                              {"fused_topk", run_fused_topk_bench},
                              {"sparse_mla", run_sparse_mla_bench},
+                             {"sparse_mla_v32", run_sparse_mla_v32_bench},
                              {"pipeline", run_pipeline_bench}};
   int exit_code = 0;
   // Each op's rows are printed and appended to the CSV as soon as it ends, so a run cut short by a

@@ -42,6 +42,9 @@ Status run_topk_bench(const BenchContext& ctx);
 Status run_fused_topk_bench(const BenchContext& ctx);
 // T=4096, topk=2048, N in {8K, 32K, 64K, 128K}, h in {128, 64, 32, 16}.
 Status run_sparse_mla_bench(const BenchContext& ctx);
+// The same from DeepSeek-V3.2's 656-byte rows with bf16 q: N in {8K, 32K, 128K}, h in {128, 64, 16},
+// beside FlashMLA BF16 on pre-dequantised rows and the dequantisation pass + FlashMLA.
+Status run_sparse_mla_v32_bench(const BenchContext& ctx);
 // The whole prefill, T=4096 new tokens over a 32K-row cache (N = 32768), h=128, H=64, topk=2048.
 Status run_pipeline_bench(const BenchContext& ctx);
 

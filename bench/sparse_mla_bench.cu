@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
 #include "tools/mla_workload.h"
+#include "flashmla_anchor.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -44,67 +44,18 @@ struct MlaInputs {
   tools::DeviceBytes q, kv, indices;
 };
 
-template <typename T>
-bool write_file(const std::string& path, const std::vector<T>& v) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  return static_cast<bool>(f);
-}
-template <typename T>
-bool read_file(const std::string& path, std::vector<T>* v) {
-  std::ifstream f(path, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T)));
-  return static_cast<bool>(f);
-}
-
-void print_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
-  std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
-              who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,
-              c.passed ? "" : "  (outside SPEC 6)");
-}
-
-// FlashMLA's `io` mode on the first h heads of the inputs: writes them as bf16 to ctx.anchor_dir,
-// runs the anchor, returns its median kernel time and reads back its outputs.
+// FlashMLA's `io` mode on the first h heads of the inputs (every e4m3 value is exact in bf16).
 Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double* ms, std::vector<uint16_t>* out,
                     std::vector<float>* lse, std::vector<float>* max_logits) {
-  const std::string dir = ctx.anchor_dir + "/flashmla_io";
-  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
-  uint16_t to_bf16[256];  // every e4m3 value is exact in bf16
+  uint16_t to_bf16[256];
   for (int b = 0; b < 256; ++b) to_bf16[b] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
   std::vector<uint16_t> q(static_cast<size_t>(kTokens) * h * kDimQk), kv(in.host.kv.size());
   for (int64_t t = 0; t < kTokens; ++t)
     for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = to_bf16[in.host.q[t * kMaxHeads * kDimQk + i]];
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = to_bf16[in.host.kv[i]];
-  if (!write_file(dir + "/q.bf16", q) || !write_file(dir + "/kv.bf16", kv) ||
-      !write_file(dir + "/indices.i32", in.host.indices)) {
-    return invalid_argument("cannot write the anchor's inputs to " + dir);
-  }
-  std::remove((dir + "/topk_length.i32").c_str());
-  std::remove((dir + "/attn_sink.f32").c_str());
-  char cmd[1024];
-  std::snprintf(cmd, sizeof(cmd),
-                "'%s' io --dir '%s' --T %lld --N %lld --h %d --topk %d --sm_scale %.9g --iters %d --no-check",
-                ctx.flashmla.c_str(), dir.c_str(), static_cast<long long>(kTokens),
-                static_cast<long long>(in.host.spec.num_kv), h, kTopk, static_cast<double>(in.host.spec.sm_scale),
-                std::max(ctx.timing.reps, 5));
-  std::FILE* pipe = popen(cmd, "r");
-  if (pipe == nullptr) return invalid_argument(std::string("cannot run ") + cmd);
-  *ms = NAN;
-  char line[512];
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    double v = 0.0;
-    if (std::sscanf(line, "kernel_ms_median %lf", &v) == 1) *ms = v;
-  }
-  const int rc = pclose(pipe);
-  if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the FlashMLA anchor failed: ") + cmd);
-  out->resize(static_cast<size_t>(kTokens) * h * kDimV);
-  lse->resize(static_cast<size_t>(kTokens) * h);
-  max_logits->resize(lse->size());
-  if (!read_file(dir + "/flashmla_out.bf16", out) || !read_file(dir + "/flashmla_lse.f32", lse) ||
-      !read_file(dir + "/flashmla_maxlogits.f32", max_logits)) {
-    return invalid_argument("cannot read the FlashMLA anchor's outputs from " + dir);
-  }
-  return Status::ok();
+  const FlashMlaInputs anchor_in{kTokens, in.host.spec.num_kv, h, kTopk, in.host.spec.sm_scale, &q, &kv,
+                                 &in.host.indices};
+  return run_flashmla_io(ctx, anchor_in, ms, out, lse, max_logits);
 }
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
@@ -166,8 +117,8 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   tools::SampledMlaReference ref;
   FP8DSA_RETURN_IF_ERROR(ref.build(tools::mla_params(in.host, num_heads), kCheckEvery));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
-  print_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
-  print_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
+  print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
+  print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
   return Status::ok();
 }
 

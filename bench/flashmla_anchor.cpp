@@ -1,0 +1,71 @@
+#include "flashmla_anchor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace fp8dsa::bench {
+namespace {
+
+template <typename T>
+bool write_file(const std::string& path, const std::vector<T>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  return static_cast<bool>(f);
+}
+template <typename T>
+bool read_file(const std::string& path, std::vector<T>* v) {
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T)));
+  return static_cast<bool>(f);
+}
+
+}  // namespace
+
+void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
+  std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
+              who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,
+              c.passed ? "" : "  (outside SPEC 6)");
+}
+
+Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double* ms, std::vector<uint16_t>* out,
+                       std::vector<float>* lse, std::vector<float>* max_logits) {
+  const std::string dir = ctx.anchor_dir + "/flashmla_io";
+  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
+  if (!write_file(dir + "/q.bf16", *in.q) || !write_file(dir + "/kv.bf16", *in.kv) ||
+      !write_file(dir + "/indices.i32", *in.indices)) {
+    return invalid_argument("cannot write the anchor's inputs to " + dir);
+  }
+  std::remove((dir + "/topk_length.i32").c_str());
+  std::remove((dir + "/attn_sink.f32").c_str());
+  char cmd[1024];
+  std::snprintf(cmd, sizeof(cmd),
+                "'%s' io --dir '%s' --T %lld --N %lld --h %d --topk %d --sm_scale %.9g --iters %d --no-check",
+                ctx.flashmla.c_str(), dir.c_str(), static_cast<long long>(in.num_tokens),
+                static_cast<long long>(in.num_kv), in.num_heads, in.topk, static_cast<double>(in.sm_scale),
+                std::max(ctx.timing.reps, 5));
+  std::FILE* pipe = popen(cmd, "r");
+  if (pipe == nullptr) return invalid_argument(std::string("cannot run ") + cmd);
+  *ms = NAN;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    double v = 0.0;
+    if (std::sscanf(line, "kernel_ms_median %lf", &v) == 1) *ms = v;
+  }
+  const int rc = pclose(pipe);
+  if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the FlashMLA anchor failed: ") + cmd);
+  const size_t rows = static_cast<size_t>(in.num_tokens) * in.num_heads;
+  out->resize(rows * 512);
+  lse->resize(rows);
+  max_logits->resize(rows);
+  if (!read_file(dir + "/flashmla_out.bf16", out) || !read_file(dir + "/flashmla_lse.f32", lse) ||
+      !read_file(dir + "/flashmla_maxlogits.f32", max_logits)) {
+    return invalid_argument("cannot read the FlashMLA anchor's outputs from " + dir);
+  }
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

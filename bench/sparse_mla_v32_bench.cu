@@ -1,0 +1,176 @@
+// Sparse MLA prefill from DeepSeek-V3.2's 656-byte FP8 cache rows with bf16 queries
+// (KvFormat::kDeepSeekV32): T = 4096, topk = 2048, on the realistic inputs of the sparse_mla bench
+// in that format (tools/v32_rows.h: per-(row, block) scales varying lognormally). FLOPs as for
+// sparse_mla: 2 * h * (576 + 512) per (token, valid selected row).
+//
+// With --flashmla=PATH, h = 64 and 128 also run, on the same inputs in the same run, what engines
+// run today: (a) FlashMLA's BF16 kernel on the pre-dequantised rows ("baseline=flashmla_bf16"; our
+// row's vs-anchor ratio) and (b) the dequantisation pass over the N cache rows (timed here) plus
+// that kernel ("baseline=dequant+flashmla_bf16"); and prints every kernel's accuracy against the
+// f64 reference on the dequantised rows, every 64th token.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "flashmla_anchor.h"
+#include "fp8dsa/sparse_mla.h"
+#include "op_benches.h"
+#include "tools/device_buffer.h"
+#include "tools/mla_workload.h"
+#include "tools/sampled_mla_reference.h"
+#include "tools/v32_rows.h"
+#include "v32_dequantize.h"
+
+namespace fp8dsa::bench {
+namespace {
+
+constexpr int64_t kTokens = 4096;
+constexpr int kTopk = 2048;
+constexpr int kDimQk = 576;
+constexpr int kDimV = 512;
+constexpr int kMaxHeads = 128;
+constexpr int64_t kCheckEvery = 64;
+
+struct V32Inputs {
+  tools::MlaWorkload host;
+  tools::V32Workload v32;
+  tools::DeviceBytes q, kv, indices, kv_bf16;
+};
+
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, V32Inputs* in) {
+  tools::MlaWorkloadSpec spec;
+  spec.num_tokens = kTokens;
+  spec.num_kv = num_keys;
+  spec.num_heads = kMaxHeads;
+  spec.topk = kTopk;
+  spec.score_std = score_std;
+  spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
+  in->host = tools::make_mla_workload(spec);
+  in->v32 = tools::make_v32_workload(in->host, spec.seed + 1);
+  FP8DSA_RETURN_IF_ERROR(upload(in->v32.q_bf16, &in->q));
+  FP8DSA_RETURN_IF_ERROR(upload(in->v32.kv, &in->kv));
+  FP8DSA_RETURN_IF_ERROR(in->kv_bf16.allocate(static_cast<size_t>(num_keys) * kDimQk * 2));
+  return upload(in->host.indices, &in->indices);
+}
+
+// The first h heads of the [T, 128, 576] bf16 queries, packed for the anchor.
+std::vector<uint16_t> first_heads(const std::vector<uint16_t>& q, int h) {
+  std::vector<uint16_t> out(static_cast<size_t>(kTokens) * h * kDimQk);
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int i = 0; i < h * kDimQk; ++i) out[t * h * kDimQk + i] = q[t * kMaxHeads * kDimQk + i];
+  return out;
+}
+
+Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, const char* data) {
+  const int64_t num_keys = in.host.spec.num_kv;
+  tools::DeviceBytes out, lse, max_logits;
+  FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * num_heads * kDimV * 2));
+  FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
+  FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
+  SparseMlaParams p = tools::v32_mla_params(in.host, in.v32, num_heads);
+  p.q = in.q.get();
+  p.kv = in.kv.get();
+  p.indices = in.indices.as<int32_t>();
+  p.out = out.get();
+  p.lse = lse.as<float>();
+  p.max_logits = max_logits.as<float>();
+  p.stream = ctx.stream;
+
+  const double valid = static_cast<double>(in.host.valid_pairs);
+  const double flops = 2.0 * num_heads * (kDimQk + kDimV) * valid;
+  ResultRow row;
+  row.op = "sparse_mla_v32";
+  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}}) + " data=" + data;
+  row.kernel = std::string(sparse_mla_kernel_name(sparse_mla_route(p))) + " (656-byte rows, bf16 q)";
+  const size_t our_row = ctx.results->rows().size();
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
+                                         [&](double seconds, ResultRow& r) {
+                                           r.tflops = flops / seconds / 1e12;
+                                           r.gbps = (valid * kV32RowBytes) / seconds / 1e9;
+                                         }));
+  if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
+
+  std::vector<uint16_t> ours_out(static_cast<size_t>(kTokens) * num_heads * kDimV);
+  std::vector<float> ours_lse(static_cast<size_t>(kTokens) * num_heads), ours_max(ours_lse.size());
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_out.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_lse.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
+  FP8DSA_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpy(ours_max.data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost), "copy max"));
+
+  // (b)'s first half: the engines' conversion pass over the N cache rows, timed on this device.
+  ResultRow dequant = row;
+  dequant.shape += " baseline=dequantize_pass";
+  dequant.kernel = "656-byte rows -> bf16 [N, 576]";
+  const size_t dequant_row = ctx.results->rows().size();
+  FP8DSA_RETURN_IF_ERROR(time_and_record(
+      ctx, 1,
+      [&](int) {
+        return dequantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, in.kv_bf16.as<uint16_t>(),
+                                   ctx.stream);
+      },
+      dequant, [&](double seconds, ResultRow& r) { r.gbps = num_keys * (kV32RowBytes + 2.0 * kDimQk) / seconds / 1e9; }));
+
+  double anchor_ms = NAN;
+  std::vector<uint16_t> fm_out;
+  std::vector<float> fm_lse, fm_max;
+  ResultRow anchor = row;
+  anchor.shape += " baseline=flashmla_bf16";
+  anchor.kernel = "FlashMLA SM90 sparse prefill (BF16) on pre-dequantised rows";
+  const std::vector<uint16_t> q = first_heads(in.v32.q_bf16, num_heads);
+  const FlashMlaInputs anchor_in{kTokens, num_keys, num_heads, kTopk, in.host.spec.sm_scale, &q,
+                                 &in.v32.kv_dequant_bf16, &in.host.indices};
+  const Status fm = run_flashmla_io(ctx, anchor_in, &anchor_ms, &fm_out, &fm_lse, &fm_max);
+  if (!fm.is_ok()) {
+    anchor.note = fm.to_string();
+    ctx.results->add(anchor);
+    return Status::ok();
+  }
+  anchor.ms = anchor_ms;
+  anchor.tflops = flops / (anchor_ms * 1e-3) / 1e12;
+  ctx.results->add(anchor);
+  ResultRow with_dequant = anchor;
+  with_dequant.shape = row.shape + " baseline=dequant+flashmla_bf16";
+  with_dequant.kernel = "dequantize pass + FlashMLA BF16";
+  with_dequant.ms = anchor_ms + ctx.results->row(dequant_row).ms;
+  with_dequant.tflops = flops / (with_dequant.ms * 1e-3) / 1e12;
+  ctx.results->add(with_dequant);
+  ResultRow& ours = ctx.results->row(our_row);
+  ours.vs_anchor = anchor_ms / ours.ms;
+  char note[96];
+  std::snprintf(note, sizeof(note), "%.3fx dequant+FlashMLA", with_dequant.ms / ours.ms);
+  ours.note = note;
+  std::printf("  %s: %.3f ms; FlashMLA BF16 %.3f ms (%.3fx); dequantize %.3f ms + FlashMLA (%.3fx)\n",
+              row.shape.c_str(), ours.ms, anchor_ms, anchor_ms / ours.ms, ctx.results->row(dequant_row).ms,
+              with_dequant.ms / ours.ms);
+
+  tools::SampledMlaReference ref;
+  SparseMlaParams host = tools::v32_mla_params(in.host, in.v32, num_heads);
+  FP8DSA_RETURN_IF_ERROR(ref.build(host, kCheckEvery));
+  std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
+  print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
+  print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status run_sparse_mla_v32_bench(const BenchContext& ctx) {
+  const std::vector<int64_t> keys = ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 131072};
+  for (int64_t n : keys) {
+    V32Inputs in;
+    FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 3.0, &in));
+    for (int h : {128, 64, 16}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, "realistic"));
+    if (n == 32768) {
+      V32Inputs peaked;
+      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 10.0, &peaked));
+      for (int h : {128, 64}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, peaked, h, "peaked"));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace fp8dsa::bench

@@ -26,7 +26,7 @@
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
 #include "tools/mla_workload.h"
-#include "flashmla_anchor.h"
+#include "sparse_mla_common.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -60,17 +60,13 @@ Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double*
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
-  tools::DeviceBytes out, lse, max_logits;
-  FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * num_heads * kDimV * 2));
-  FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
-  FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
+  MlaOutputs outputs;
+  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kTokens, num_heads));
   SparseMlaParams p = tools::mla_params(in.host, num_heads);
   p.q = in.q.get();
   p.kv = in.kv.get();
   p.indices = in.indices.as<int32_t>();
-  p.out = out.get();
-  p.lse = lse.as<float>();
-  p.max_logits = max_logits.as<float>();
+  outputs.attach(&p);
   p.stream = ctx.stream;
 
   const double valid = static_cast<double>(in.host.valid_pairs);
@@ -88,13 +84,9 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
 
   // The anchor on the same inputs, and both kernels' accuracy.
-  std::vector<uint16_t> ours_out(static_cast<size_t>(kTokens) * num_heads * kDimV);
-  std::vector<float> ours_lse(static_cast<size_t>(kTokens) * num_heads), ours_max(ours_lse.size());
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_out.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_lse.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
-  FP8DSA_RETURN_IF_ERROR(
-      cuda_status(cudaMemcpy(ours_max.data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost), "copy max"));
+  std::vector<uint16_t> ours_out;
+  std::vector<float> ours_lse, ours_max;
+  FP8DSA_RETURN_IF_ERROR(outputs.download(ctx.stream, &ours_out, &ours_lse, &ours_max));
   double anchor_ms = NAN;
   std::vector<uint16_t> fm_out;
   std::vector<float> fm_lse, fm_max;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "flashmla_anchor.h"
+#include "sparse_mla_common.h"
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
 #include "tools/device_buffer.h"
@@ -66,17 +66,13 @@ std::vector<uint16_t> first_heads(const std::vector<uint16_t>& q, int h) {
 
 Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
-  tools::DeviceBytes out, lse, max_logits;
-  FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(kTokens) * num_heads * kDimV * 2));
-  FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
-  FP8DSA_RETURN_IF_ERROR(max_logits.allocate(static_cast<size_t>(kTokens) * num_heads * sizeof(float)));
+  MlaOutputs outputs;
+  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kTokens, num_heads));
   SparseMlaParams p = tools::v32_mla_params(in.host, in.v32, num_heads);
   p.q = in.q.get();
   p.kv = in.kv.get();
   p.indices = in.indices.as<int32_t>();
-  p.out = out.get();
-  p.lse = lse.as<float>();
-  p.max_logits = max_logits.as<float>();
+  outputs.attach(&p);
   p.stream = ctx.stream;
 
   const double valid = static_cast<double>(in.host.valid_pairs);
@@ -93,13 +89,9 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
                                          }));
   if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
 
-  std::vector<uint16_t> ours_out(static_cast<size_t>(kTokens) * num_heads * kDimV);
-  std::vector<float> ours_lse(static_cast<size_t>(kTokens) * num_heads), ours_max(ours_lse.size());
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_out.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ours_lse.data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
-  FP8DSA_RETURN_IF_ERROR(
-      cuda_status(cudaMemcpy(ours_max.data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost), "copy max"));
+  std::vector<uint16_t> ours_out;
+  std::vector<float> ours_lse, ours_max;
+  FP8DSA_RETURN_IF_ERROR(outputs.download(ctx.stream, &ours_out, &ours_lse, &ours_max));
 
   // (b)'s first half: the engines' conversion pass over the N cache rows, timed on this device.
   ResultRow dequant = row;

@@ -27,6 +27,7 @@
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/score_gemm.cuh"
+#include "sparse_mla/score_rows.cuh"
 #include "sparse_mla/value_gemm.cuh"
 
 namespace fp8dsa::sparse_mla {
@@ -35,31 +36,7 @@ namespace heads64 {
 using C = Heads64Config;
 using hopper::Swizzle;
 
-struct Barriers {
-  uint64_t* full;     // [kNumKStages] tile gathered: one cp.async arrival per value-group thread (256)
-  uint64_t* p_full;   // [kNumPSlots] P, alphas and flags of a tile written: the score group (128)
-  uint64_t* p_empty;  // [kNumPSlots] both value groups' P.V done with the slot (256)
-  uint64_t* q_full;   // Q gathered (256)
-};
-
-__device__ __forceinline__ Barriers barriers(uint8_t* smem) {
-  Barriers b;
-  b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
-  b.p_full = b.full + C::kNumKStages;
-  b.p_empty = b.p_full + C::kNumPSlots;
-  b.q_full = b.p_empty + C::kNumPSlots;
-  return b;
-}
-
-__device__ __forceinline__ void init_barriers(const Barriers& b) {
-  for (int s = 0; s < C::kNumKStages; ++s) hopper::mbarrier_init(&b.full[s], 128 * C::kNumValueGroups);
-  for (int s = 0; s < C::kNumPSlots; ++s) {
-    hopper::mbarrier_init(&b.p_full[s], 128);
-    hopper::mbarrier_init(&b.p_empty[s], 128 * C::kNumValueGroups);
-  }
-  hopper::mbarrier_init(b.q_full, 128 * C::kNumValueGroups);
-  hopper::mbarrier_init_fence();
-}
+using Barriers = ScoreValueBarriers<C>;
 
 // The score group (warpgroup 0). A thread holds rows (heads) row_lo and row_lo + 8 of the
 // accumulator and 16 of the tile's 64 keys (hopper/wgmma_layout.h: acc_row, acc_col); the quad of
@@ -78,14 +55,9 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   const int32_t* indices = p.indices + token * p.indices_stride;
   const float scale_log2 = p.score_scale_log2;
   const uint64_t desc_q = hopper::kmajor_descriptor(smem + C::kQOffset, Swizzle::k64B, C::kHeads, 0);
-  float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset);
-  uint32_t* flag_buf = reinterpret_cast<uint32_t*>(smem_ptr + C::kFlagOffset);
-
-  float thread_max[2] = {-INFINITY, -INFINITY};  // exact max of this thread's raw scores (-> max_logits)
-  float m_bound[2] = {-INFINITY, -INFINITY};     // running upper bound of the row max, scaled (log2)
-  float m_ref[2] = {-INFINITY, -INFINITY};       // the max P is taken against (online_softmax.cuh)
-  float sum_f32[2] = {0.0f, 0.0f};               // this thread's part of sum(P) in f32 (-> lse)
-  float sum_e4m3[2] = {0.0f, 0.0f};              // ... and of the quantised P that multiplies V (-> out)
+  // The rows' softmax state (score_rows.cuh).
+  float thread_max[2] = {-INFINITY, -INFINITY}, m_bound[2] = {-INFINITY, -INFINITY};
+  float m_ref[2] = {-INFINITY, -INFINITY}, sum_f32[2] = {0.0f, 0.0f}, sum_e4m3[2] = {0.0f, 0.0f};
 
   // Lane l checks keys 2l and 2l + 1 of the tile (each warp the whole tile).
   int32_t idx_even = index_at(indices, 2 * lane, length);
@@ -105,62 +77,14 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   // Softmax of tile `tile` (its complete scores in s), P and the tile's rescale factors into its
   // P slot (released by the caller); then the indices of the next tile.
   const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
-    const uint32_t valid_even = __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv));
-    const uint32_t valid_odd = __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv));
-    if ((valid_even & valid_odd) != 0xffffffffu) {  // warp-uniform; most tiles are all valid
-      const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
-#pragma unroll
-      for (int r = 0; r < 32; ++r) {
-        // register r is key 2 * ((r / 4) * 4 + lane % 4) + r % 2
-        if ((((r % 2) ? odd : even) >> ((r / 4) * 4) & 1u) == 0) s[r] = -INFINITY;
-      }
-    }
-    const auto max_op = [](float x, float y) { return fmaxf(x, y); };
-    const float tile_max[2] = {reduce_row_half(s, 0, max_op), reduce_row_half(s, 1, max_op)};
-    const float2 bound = quad_max_bounds(tile_max[0], tile_max[1]);
-    float alpha[2], bias[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
-      alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
-    }
-#pragma unroll
-    for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
     uint32_t pf[2][4];
-    p_fragment(pf[0], s, 0);
-    p_fragment(pf[1], s, 1);
-    const auto add_op = [](float x, float y) { return x + y; };
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // Row half h's quantised P: words pf[ks][h] and pf[ks][h + 2], two e4m3 pairs each.
-      __half2 q[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t word = pf[i / 2][h + 2 * (i % 2)];
-        q[2 * i] = e4m3x2_to_half2(word & 0xffffu);
-        q[2 * i + 1] = e4m3x2_to_half2(word >> 16);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) q[i] = __hadd2(q[i], q[i + 4]);
-      const float2 q2 = __half22float2(__hadd2(__hadd2(q[0], q[2]), __hadd2(q[1], q[3])));
-      sum_f32[h] = fmaf(sum_f32[h], alpha[h], reduce_row_half(s, h, add_op));
-      sum_e4m3[h] = fmaf(sum_e4m3[h], alpha[h], q2.x + q2.y);
-    }
-
-    // P into its slot, K-major [64 heads][64 keys] in the key order of key_order.h.
+    float alpha[2];
+    softmax_tile<true>(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
+                       __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane, scale_log2, pf, alpha,
+                       thread_max, m_bound, m_ref, sum_f32, sum_e4m3);
     const int slot = tile % C::kNumPSlots;
     if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
-    const uint32_t p_slot = smem + C::kPOffset + slot * C::kPSlotBytes;
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) hopper::sts32(p_slot + p_slot_offset(warp, lane, ks, j), pf[ks][j]);
-    // Every lane of a quad (warp) stores the same value: no lane test, whose lane id ptxas reloads
-    // with a slow S2R under register pressure.
-    alpha_buf[slot * C::kHeads + row_lo] = alpha[0];
-    alpha_buf[slot * C::kHeads + row_lo + 8] = alpha[1];
-    flag_buf[slot * 4 + warp] = __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f) ? 1u : 0u;
-    hopper::fence_proxy_async_smem();  // the P stores, for the value groups' wgmma
+    publish_p<C>(smem, smem_ptr, slot, warp, lane, row_lo, pf, alpha);
     // Loaded after the fence (whose membar would wait for them), used a whole tile later.
     idx_even = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane + 1, length);
@@ -190,24 +114,8 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     hopper::mbarrier_arrive(&bars.p_full[(num_tiles - 1) % C::kNumPSlots]);
   }
 
-  float* out_scale = reinterpret_cast<float*>(smem_ptr + C::kOutScaleOffset);
-  const int64_t head0 = int64_t{head_block} * C::kHeads;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row_lo + 8 * h;
-    const bool head_exists = head0 + row < p.num_heads;
-    const float sink = p.attn_sink != nullptr && head_exists ? p.attn_sink[head0 + row] : -INFINITY;
-    const RowResult rr = finish_row(quad_max(thread_max[h]) * scale_log2, m_ref[h], quad_sum(sum_f32[h]),
-                                    quad_sum(sum_e4m3[h]), sink, p.kv_scale);
-    if (lane % 4 == 0) {
-      out_scale[row] = rr.out_scale;
-      if (head_exists) {
-        const int64_t cell = token * p.num_heads + head0 + row;
-        p.lse[cell] = rr.lse;
-        if (p.max_logits != nullptr) p.max_logits[cell] = rr.max_logit;
-      }
-    }
-  }
+  write_row_results<C, true>(p, smem_ptr, token, head_block, row_lo, lane, scale_log2, thread_max, m_ref, sum_f32,
+                            sum_e4m3);
   hopper::named_barrier_sync(kBarrierEpilogue, C::kThreads);
 }
 
@@ -296,9 +204,10 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     }
     const uint64_t desc_p =
         hopper::kmajor_descriptor(smem + C::kPOffset + slot * C::kPSlotBytes, Swizzle::k64B, C::kHeads, 0);
-    value_mma_step(o, frag, desc_p);
+    value_mma_step(o, frag, desc_p, desc_p);
     load_value_fragments(frag, k_tile, loads, 1);
-    value_mma_step(o, frag, hopper::advance_descriptor(desc_p, 32));
+    const uint64_t desc_p1 = hopper::advance_descriptor(desc_p, 32);
+    value_mma_step(o, frag, desc_p1, desc_p1);
     hopper::mbarrier_arrive(&bars.p_empty[slot]);
     if (tile + C::kNumKStages < num_tiles) {
       // Every thread of the group has read its V of this stage, and P(tile) showed the score
@@ -343,8 +252,8 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
   using C = Heads64Config;
   extern __shared__ uint8_t smem_raw[];
   const SmemBase base = aligned_smem_base(smem_raw);
-  const heads64::Barriers bars = heads64::barriers(base.ptr);
-  if (threadIdx.x == 0) heads64::init_barriers(bars);
+  const heads64::Barriers bars = heads64::Barriers::at(base.ptr);
+  if (threadIdx.x == 0) bars.init();
   __syncthreads();
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;

@@ -1,6 +1,6 @@
 // Pieces of the sparse MLA kernels' pipelines that are neither a GEMM nor the softmax: the
-// mbarrier wait (optionally bounded, for debugging a stuck pipeline) and the CTA's aligned shared
-// memory base.
+// mbarrier wait (optionally bounded, for debugging a stuck pipeline), the CTA's aligned shared
+// memory base and the 64-head kernels' barrier set.
 #pragma once
 
 #include <cstdint>
@@ -52,5 +52,34 @@ __device__ __forceinline__ SmemBase aligned_smem_base(uint8_t* smem_raw) {
   const uint32_t aligned = (raw + 1023u) & ~1023u;
   return {aligned, smem_raw + (aligned - raw)};
 }
+
+// The mbarriers of the 64-head kernels (heads64_kernel.cuh, v32_kernel.cuh), for a config C with
+// kNumKStages, kNumPSlots, kNumValueGroups and kBarrierOffset.
+template <class C>
+struct ScoreValueBarriers {
+  uint64_t* full;     // [kNumKStages] tile gathered: one cp.async arrival per value-group thread
+  uint64_t* p_full;   // [kNumPSlots] P, alphas and flags of a tile written: the score group (128)
+  uint64_t* p_empty;  // [kNumPSlots] every value-group thread is done with the slot
+  uint64_t* q_full;   // Q in shared memory: one arrival per value-group thread
+
+  __device__ __forceinline__ static ScoreValueBarriers at(uint8_t* smem) {
+    ScoreValueBarriers b;
+    b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
+    b.p_full = b.full + C::kNumKStages;
+    b.p_empty = b.p_full + C::kNumPSlots;
+    b.q_full = b.p_empty + C::kNumPSlots;
+    return b;
+  }
+
+  __device__ __forceinline__ void init() const {
+    for (int s = 0; s < C::kNumKStages; ++s) hopper::mbarrier_init(&full[s], 128 * C::kNumValueGroups);
+    for (int s = 0; s < C::kNumPSlots; ++s) {
+      hopper::mbarrier_init(&p_full[s], 128);
+      hopper::mbarrier_init(&p_empty[s], 128 * C::kNumValueGroups);
+    }
+    hopper::mbarrier_init(q_full, 128 * C::kNumValueGroups);
+    hopper::mbarrier_init_fence();
+  }
+};
 
 }  // namespace fp8dsa::sparse_mla

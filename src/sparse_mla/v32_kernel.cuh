@@ -40,8 +40,10 @@
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/score_gemm.cuh"
+#include "sparse_mla/score_rows.cuh"
 #include "sparse_mla/v32_config.h"
 #include "sparse_mla/v32_value_layout.h"
+#include "sparse_mla/value_gemm.cuh"
 
 namespace fp8dsa::sparse_mla {
 namespace v32 {
@@ -52,31 +54,7 @@ using hopper::Swizzle;
 // A key's factor below this (its block scale over R_b) counts with its P in the weight sums.
 constexpr float kSmallFactor = 1.0f / 256.0f;
 
-struct Barriers {
-  uint64_t* full;     // [kNumKStages] tile gathered: one cp.async arrival per value-group thread (256)
-  uint64_t* p_full;   // [kNumPSlots] P, alphas and flags of a tile written: the score group (128)
-  uint64_t* p_empty;  // [kNumPSlots] both value groups have turned the slot's P into their P_b (256)
-  uint64_t* q_full;   // Q quantised into shared memory by the value groups (256)
-};
-
-__device__ __forceinline__ Barriers barriers(uint8_t* smem) {
-  Barriers b;
-  b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
-  b.p_full = b.full + C::kNumKStages;
-  b.p_empty = b.p_full + C::kNumPSlots;
-  b.q_full = b.p_empty + C::kNumPSlots;
-  return b;
-}
-
-__device__ __forceinline__ void init_barriers(const Barriers& b) {
-  for (int s = 0; s < C::kNumKStages; ++s) hopper::mbarrier_init(&b.full[s], 128 * C::kNumValueGroups);
-  for (int s = 0; s < C::kNumPSlots; ++s) {
-    hopper::mbarrier_init(&b.p_full[s], 128);
-    hopper::mbarrier_init(&b.p_empty[s], 128 * C::kNumValueGroups);
-  }
-  hopper::mbarrier_init(b.q_full, 128 * C::kNumValueGroups);
-  hopper::mbarrier_init_fence();
-}
+using Barriers = ScoreValueBarriers<C>;
 
 __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
   return smem + C::kKOffset + static_cast<uint32_t>(tile % C::kNumKStages) * C::kStageBytes;
@@ -156,13 +134,9 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   const float scale_log2 = p.score_scale_log2;
   const QDescriptors q{hopper::kmajor_descriptor(smem + C::kQNopeOffset, Swizzle::k64B, C::kHeads, 0),
                        hopper::kmajor_descriptor(smem + C::kQRopeOffset, Swizzle::k64B, C::kHeads, 0)};
-  float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset);
-  uint32_t* flag_buf = reinterpret_cast<uint32_t*>(smem_ptr + C::kFlagOffset);
-
-  float thread_max[2] = {-INFINITY, -INFINITY};
-  float m_bound[2] = {-INFINITY, -INFINITY};
-  float m_ref[2] = {-INFINITY, -INFINITY};
-  float sum_f32[2] = {0.0f, 0.0f};
+  // The rows' softmax state (score_rows.cuh); no sum of the quantised P: the value groups normalise.
+  float thread_max[2] = {-INFINITY, -INFINITY}, m_bound[2] = {-INFINITY, -INFINITY};
+  float m_ref[2] = {-INFINITY, -INFINITY}, sum_f32[2] = {0.0f, 0.0f}, unused_sum[2] = {0.0f, 0.0f};
   float q_scale[2] = {0.0f, 0.0f};
 
   int32_t idx_even = index_at(indices, 2 * lane, length);
@@ -205,46 +179,15 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     hopper::wgmma_wait_group<0>();
     promote<8>(s, part[1], stage, t, q_scale);
   };
-  // As heads64_kernel.cuh, without the sum of the quantised P: the value groups normalise.
   const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
-    const uint32_t valid_even = __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv));
-    const uint32_t valid_odd = __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv));
-    if ((valid_even & valid_odd) != 0xffffffffu) {
-      const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
-#pragma unroll
-      for (int r = 0; r < 32; ++r) {
-        if ((((r % 2) ? odd : even) >> ((r / 4) * 4) & 1u) == 0) s[r] = -INFINITY;
-      }
-    }
-    const auto max_op = [](float x, float y) { return fmaxf(x, y); };
-    const float tile_max[2] = {reduce_row_half(s, 0, max_op), reduce_row_half(s, 1, max_op)};
-    const float2 bound = quad_max_bounds(tile_max[0], tile_max[1]);
-    float alpha[2], bias[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
-      alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
-    }
-#pragma unroll
-    for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
     uint32_t pf[2][4];
-    p_fragment(pf[0], s, 0);
-    p_fragment(pf[1], s, 1);
-    const auto add_op = [](float x, float y) { return x + y; };
-#pragma unroll
-    for (int h = 0; h < 2; ++h) sum_f32[h] = fmaf(sum_f32[h], alpha[h], reduce_row_half(s, h, add_op));
-
+    float alpha[2];
+    softmax_tile<false>(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
+                        __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane, scale_log2, pf, alpha,
+                        thread_max, m_bound, m_ref, sum_f32, unused_sum);
     const int slot = tile % C::kNumPSlots;
     if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
-    const uint32_t p_slot = smem + C::kPOffset + slot * C::kPSlotBytes;
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) hopper::sts32(p_slot + p_slot_offset(warp, lane, ks, j), pf[ks][j]);
-    alpha_buf[slot * C::kHeads + row_lo] = alpha[0];
-    alpha_buf[slot * C::kHeads + row_lo + 8] = alpha[1];
-    flag_buf[slot * 4 + warp] = __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f) ? 1u : 0u;
-    hopper::fence_proxy_async_smem();
+    publish_p<C>(smem, smem_ptr, slot, warp, lane, row_lo, pf, alpha);
     idx_even = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane + 1, length);
   };
@@ -259,6 +202,7 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     start_scores(0, s, part);
     finish_scores(0, s, part);
   }
+  // Pipelined as heads64_kernel.cuh's loop; the last tile is peeled.
   for (int tile = 0; tile + 1 < num_tiles; ++tile) {
     start_scores(tile + 1, s_next, part);
     softmax_and_publish(tile, s);
@@ -271,26 +215,9 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     softmax_and_publish(num_tiles - 1, s);
     hopper::mbarrier_arrive(&bars.p_full[(num_tiles - 1) % C::kNumPSlots]);
   }
-
-  // The output scale here is kv_scale times the sink factor; the value groups divide by their sums.
-  float* out_scale = reinterpret_cast<float*>(smem_ptr + C::kOutScaleOffset);
-  const int64_t head0 = int64_t{head_block} * C::kHeads;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row_lo + 8 * h;
-    const bool head_exists = head0 + row < p.num_heads;
-    const float sink = p.attn_sink != nullptr && head_exists ? p.attn_sink[head0 + row] : -INFINITY;
-    const RowResult rr =
-        finish_row(quad_max(thread_max[h]) * scale_log2, m_ref[h], quad_sum(sum_f32[h]), 1.0f, sink, p.kv_scale);
-    if (lane % 4 == 0) {
-      out_scale[row] = rr.out_scale;
-      if (head_exists) {
-        const int64_t cell = token * p.num_heads + head0 + row;
-        p.lse[cell] = rr.lse;
-        if (p.max_logits != nullptr) p.max_logits[cell] = rr.max_logit;
-      }
-    }
-  }
+  // The output scale is kv_scale times the sink factor; the value groups divide by their sums.
+  write_row_results<C, false>(p, smem_ptr, token, head_block, row_lo, lane, scale_log2, thread_max, m_ref, sum_f32,
+                              unused_sum);
   hopper::named_barrier_sync(kV32BarrierEpilogue, C::kThreads);
 }
 
@@ -404,29 +331,6 @@ __device__ __forceinline__ float reference_scale(const uint8_t* smem_ptr, int bl
 __device__ __forceinline__ uint32_t e4m3x2_of_half2(__half2 v) {
   return static_cast<uint32_t>(
       __nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(v), __NV_SATFINITE, __NV_E4M3));
-}
-
-// O^T[mb] += V^T[mb] P_b^T for one k-step: blocks 0, 1 with the first scale block's P_b, 2, 3 with
-// the second's; committed and waited for.
-__device__ __forceinline__ void value_mma_step_v32(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_lo,
-                                                   uint64_t desc_hi) {
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) {
-    hopper::wgmma_fence_operands(o[mb]);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(frag[mb][j]);
-  }
-  hopper::wgmma_fence();
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) hopper::WgmmaE4m3<64>::rs(o[mb], frag[mb], mb < 2 ? desc_lo : desc_hi, true);
-  hopper::wgmma_commit_group();
-  hopper::wgmma_wait_group<0>();
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) {
-    hopper::wgmma_fence_operands(o[mb]);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(frag[mb][j]);
-  }
 }
 
 __device__ __forceinline__ void load_value_fragments_v32(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
@@ -544,32 +448,32 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     }
     hopper::named_barrier_sync(kV32BarrierValueGroup + w, 128);  // the factor table is complete
 
-    // P_b of both blocks from this thread's 32 P values, and the weights they apply: a 16-byte chunk
-    // (16 K positions) of P at a time, its factors 8 positions at a time (registers: O^T is live).
+    // P_b of both blocks from this thread's 32 P values, and the weights they apply, 8 K positions
+    // at a time (registers: O^T is live).
     {
       const uint32_t p_slot = smem + C::kPOffset + slot * C::kPSlotBytes;
       const __half2 zero = __float2half2_rn(0.0f);
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        uint32_t pw[4];
-        hopper::lds128(pw, p_slot + pb_chunk_offset(thread, c));
 #pragma unroll
-        for (int lb = 0; lb < 2; ++lb) {
-          const uint32_t f_row = table + lb * 2 * C::kKeysPerTile * 2;
-          uint32_t out[4];
-          __half2 acc = zero;
+        for (int h8 = 0; h8 < 2; ++h8) {
+          const uint32_t chunk = pb_chunk_offset(thread, c) + 8 * h8;
+          uint32_t pw[2];
+          hopper::lds64(pw, p_slot + chunk);
+          const uint32_t pos = static_cast<uint32_t>(pb_first_position(thread) + 16 * c + 8 * h8);
 #pragma unroll
-          for (int h8 = 0; h8 < 2; ++h8) {
-            const uint32_t pos = static_cast<uint32_t>(pb_first_position(thread) + 16 * c + 8 * h8);
-            uint32_t fw[4], gw[4];
+          for (int lb = 0; lb < 2; ++lb) {
+            const uint32_t f_row = table + lb * 2 * C::kKeysPerTile * 2;
+            uint32_t fw[4], gw[4], out[2];
             hopper::lds128(fw, f_row + pos * 2);
             hopper::lds128(gw, f_row + C::kKeysPerTile * 2 + pos * 2);
+            __half2 acc = zero;
 #pragma unroll
-            for (int k = 2 * h8; k < 2 * h8 + 2; ++k) {
+            for (int k = 0; k < 2; ++k) {
               uint32_t bytes[2];
 #pragma unroll
               for (int hf = 0; hf < 2; ++hf) {
-                const int pair = 2 * (k - 2 * h8) + hf;  // K positions pos + 2 pair, + 1
+                const int pair = 2 * k + hf;  // K positions pos + 2 pair, + 1
                 const __half2 qp = e4m3x2_to_half2((pw[k] >> (16 * hf)) & 0xffffu);
                 const __half2 f = *reinterpret_cast<const __half2*>(&fw[pair]);
                 const __half2 g = *reinterpret_cast<const __half2*>(&gw[pair]);
@@ -579,10 +483,10 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
               }
               out[k] = bytes[0] | (bytes[1] << 16);
             }
+            hopper::sts64(pb_buffers + lb * C::kPSlotBytes + chunk, out[0], out[1]);
+            const float2 a = __half22float2(acc);
+            weight_sum[lb] += a.x + a.y;
           }
-          hopper::sts128(pb_buffers + lb * C::kPSlotBytes + pb_chunk_offset(thread, c), out);
-          const float2 a = __half22float2(acc);
-          weight_sum[lb] += a.x + a.y;
         }
       }
     }
@@ -594,9 +498,9 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     const uint64_t desc_hi = hopper::kmajor_descriptor(pb_buffers + C::kPSlotBytes, Swizzle::k64B, C::kHeads, 0);
     uint32_t frag[4][4];
     load_value_fragments_v32(frag, k_tile, loads, 0);
-    value_mma_step_v32(o, frag, desc_lo, desc_hi);
+    value_mma_step(o, frag, desc_lo, desc_hi);
     load_value_fragments_v32(frag, k_tile, loads, 1);
-    value_mma_step_v32(o, frag, hopper::advance_descriptor(desc_lo, 32), hopper::advance_descriptor(desc_hi, 32));
+    value_mma_step(o, frag, hopper::advance_descriptor(desc_lo, 32), hopper::advance_descriptor(desc_hi, 32));
     if (tile + C::kNumKStages < num_tiles) {
       hopper::named_barrier_sync(kV32BarrierValueGroup + w, 128);  // the group has read the stage
       gather_tile(tile + C::kNumKStages, next);
@@ -651,8 +555,8 @@ __global__ void __launch_bounds__(V32Config::kThreads, 1) sparse_mla_v32_kernel(
   using C = V32Config;
   extern __shared__ uint8_t smem_raw[];
   const SmemBase base = aligned_smem_base(smem_raw);
-  const v32::Barriers bars = v32::barriers(base.ptr);
-  if (threadIdx.x == 0) v32::init_barriers(bars);
+  const v32::Barriers bars = v32::Barriers::at(base.ptr);
+  if (threadIdx.x == 0) bars.init();
   __syncthreads();
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;

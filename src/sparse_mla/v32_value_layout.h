@@ -28,7 +28,7 @@ constexpr uint32_t kV32HighHalfBytes = 2 * V32Config::kKeysPerTile * 64;
 // As value_loads (value_layout.h), for value_dv_v32: offset[x] is the first of the two loads.
 FP8DSA_HOST_DEVICE ValueLoads value_loads_v32(int w, int thread) {
   const int warp = thread / 32, lane = thread % 32;
-  const int r = lane / 4, t = lane % 4;
+  const int t = lane % 4;
   constexpr int kAtomBytes = MlaShape::kKeysPerTile * 64;
   const int dv = value_dv_v32(w, warp, lane);
   const uint32_t atom = static_cast<uint32_t>(dv / 64) * kAtomBytes;

@@ -20,8 +20,10 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
 }
 
 // O^T[mb] += V^T[mb] . P^T for one k-step, committed and waited for (the fragments may be reused
-// on return).
-__device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_p) {
+// on return). Blocks 0, 1 take the P^T of desc_lo, blocks 2, 3 that of desc_hi: the same P for
+// 576-byte rows, the two scale blocks' P_b for V3.2 rows (v32_kernel.cuh).
+__device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_lo,
+                                               uint64_t desc_hi) {
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb) {
     hopper::wgmma_fence_operands(o[mb]);
@@ -30,7 +32,7 @@ __device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&fra
   }
   hopper::wgmma_fence();
 #pragma unroll
-  for (int mb = 0; mb < 4; ++mb) hopper::WgmmaE4m3<64>::rs(o[mb], frag[mb], desc_p, true);
+  for (int mb = 0; mb < 4; ++mb) hopper::WgmmaE4m3<64>::rs(o[mb], frag[mb], mb < 2 ? desc_lo : desc_hi, true);
   hopper::wgmma_commit_group();
   hopper::wgmma_wait_group<0>();
 #pragma unroll

@@ -34,6 +34,36 @@ std::vector<int> random_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
+// O^T = V^T P^T as the wgmma computes it from each value-group thread's fragments (built by
+// `loads` through load8, as the kernel does) and P^T(n, k): D[mb][m][n], over the tile's 64 keys.
+template <class Loads, class Load8, class PT>
+std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
+  std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);
+  for (int ks = 0; ks < 2; ++ks) {
+    std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
+    for (int thread = 0; thread < 128; ++thread) {
+      const int warp = thread / 32, lane = thread % 32;
+      uint32_t frag[4][4];
+      build_value_fragments(frag, loads(thread), ks, load8);
+      for (int mb = 0; mb < 4; ++mb)
+        for (int j = 0; j < 4; ++j)
+          for (int b = 0; b < 4; ++b) {
+            int& cell = a[(mb * 64 + hopper::a_frag_row(warp, lane, j)) * 32 + hopper::a_frag_k(lane, j) + b];
+            EXPECT_EQ(cell, -1) << "fragment element written twice";
+            cell = static_cast<int>((frag[mb][j] >> (8 * b)) & 0xFF);
+          }
+    }
+    for (int mb = 0; mb < 4; ++mb)
+      for (int m = 0; m < 64; ++m)
+        for (int n = 0; n < kHeads; ++n) {
+          int64_t sum = 0;
+          for (int k = 0; k < 32; ++k) sum += int64_t{a[(mb * 64 + m) * 32 + k]} * p_t(n, 32 * ks + k);
+          o[(mb * 64 + m) * 64 + n] += sum;
+        }
+  }
+  return o;
+}
+
 TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
   // The gathered tile: V[key][d] = tile row key, column d.
   std::vector<uint8_t> tile(C::kKTileBytes);
@@ -67,36 +97,17 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
     for (int k = 0; k < kKeys; ++k) ASSERT_EQ(p_t(n, k), p_values[n * kKeys + v_key_at(k)]) << n << " " << k;
 
   for (int w = 0; w < C::kNumValueGroups; ++w) {
-    // Each thread's fragments; A[mb][m][k] of k-step ks as the wgmma sees them.
-    std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);  // D[mb][m][n]
-    for (int ks = 0; ks < 2; ++ks) {
-      std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
-      for (int thread = 0; thread < 128; ++thread) {
-        const int warp = thread / 32, lane = thread % 32;
-        uint32_t frag[4][4];
-        build_value_fragments(frag, value_loads(w, thread), ks, [&](uint32_t offset, uint32_t (&words)[2]) {
-          ASSERT_EQ(offset % 8, 0u);
+    // Each thread's fragments, A[mb][m][k] of each k-step as the wgmma sees them, times P^T.
+    const std::vector<int64_t> o = emulate_value_mma(
+        [&](int thread) { return value_loads(w, thread); },
+        [&](uint32_t offset, uint32_t (&words)[2]) {
+          EXPECT_EQ(offset % 8, 0u);
           for (int i = 0; i < 2; ++i) {
             words[i] = 0;
             for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
           }
-        });
-        for (int mb = 0; mb < 4; ++mb)
-          for (int j = 0; j < 4; ++j)
-            for (int b = 0; b < 4; ++b) {
-              int& cell = a[(mb * 64 + hopper::a_frag_row(warp, lane, j)) * 32 + hopper::a_frag_k(lane, j) + b];
-              ASSERT_EQ(cell, -1) << "fragment element written twice";
-              cell = static_cast<int>((frag[mb][j] >> (8 * b)) & 0xFF);
-            }
-      }
-      for (int mb = 0; mb < 4; ++mb)
-        for (int m = 0; m < 64; ++m)
-          for (int n = 0; n < kHeads; ++n) {
-            int64_t sum = 0;
-            for (int k = 0; k < 32; ++k) sum += int64_t{a[(mb * 64 + m) * 32 + k]} * p_t(n, 32 * ks + k);
-            o[(mb * 64 + m) * 64 + n] += sum;
-          }
-    }
+        },
+        p_t);
     // The epilogue's reading of the accumulators: register 4c + 2hh + e of block mb.
     std::set<std::pair<int, int>> seen;
     for (int thread = 0; thread < 128; ++thread) {
@@ -178,36 +189,17 @@ TEST(SparseMlaValueLayout, V32FragmentsMmaAndEpilogueComputePTimesV) {
   const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 19);
   const auto p_t = [&](int n, int k) { return p_values[n * kKeys + v_key_at(k)]; };
   for (int w = 0; w < V32Config::kNumValueGroups; ++w) {
-    std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);
-    for (int ks = 0; ks < 2; ++ks) {
-      std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
-      for (int thread = 0; thread < 128; ++thread) {
-        const int warp = thread / 32, lane = thread % 32;
-        uint32_t frag[4][4];
-        build_value_fragments(frag, value_loads_v32(w, thread), ks, [&](uint32_t offset, uint32_t (&words)[2]) {
-          ASSERT_EQ(offset % 4, 0u);
+    const std::vector<int64_t> o = emulate_value_mma(
+        [&](int thread) { return value_loads_v32(w, thread); },
+        [&](uint32_t offset, uint32_t (&words)[2]) {
+          EXPECT_EQ(offset % 4, 0u);
           for (int i = 0; i < 2; ++i) {
             const uint32_t at = offset + static_cast<uint32_t>(i) * kV32HighHalfBytes;
             words[i] = 0;
             for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[at + b]) << (8 * b);
           }
-        });
-        for (int mb = 0; mb < 4; ++mb)
-          for (int j = 0; j < 4; ++j)
-            for (int b = 0; b < 4; ++b) {
-              int& cell = a[(mb * 64 + hopper::a_frag_row(warp, lane, j)) * 32 + hopper::a_frag_k(lane, j) + b];
-              ASSERT_EQ(cell, -1) << "fragment element written twice";
-              cell = static_cast<int>((frag[mb][j] >> (8 * b)) & 0xFF);
-            }
-      }
-      for (int mb = 0; mb < 4; ++mb)
-        for (int m = 0; m < 64; ++m)
-          for (int n = 0; n < kHeads; ++n) {
-            int64_t sum = 0;
-            for (int k = 0; k < 32; ++k) sum += int64_t{a[(mb * 64 + m) * 32 + k]} * p_t(n, 32 * ks + k);
-            o[(mb * 64 + m) * 64 + n] += sum;
-          }
-    }
+        },
+        p_t);
     std::set<std::pair<int, int>> seen;
     for (int thread = 0; thread < 128; ++thread) {
       const int warp = thread / 32, lane = thread % 32;

@@ -1,4 +1,4 @@
-#include "flashmla_anchor.h"
+#include "sparse_mla_common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "core/cuda_check.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -24,6 +26,31 @@ bool read_file(const std::string& path, std::vector<T>* v) {
 }
 
 }  // namespace
+
+Status MlaOutputs::allocate(int64_t num_tokens, int num_heads) {
+  const size_t rows = static_cast<size_t>(num_tokens) * static_cast<size_t>(num_heads);
+  FP8DSA_RETURN_IF_ERROR(out.allocate(rows * 512 * 2));
+  FP8DSA_RETURN_IF_ERROR(lse.allocate(rows * sizeof(float)));
+  return max_logits.allocate(rows * sizeof(float));
+}
+
+void MlaOutputs::attach(SparseMlaParams* p) const {
+  p->out = out.get();
+  p->lse = lse.as<float>();
+  p->max_logits = max_logits.as<float>();
+}
+
+Status MlaOutputs::download(cudaStream_t stream, std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
+                            std::vector<float>* host_max_logits) const {
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  host_out->resize(out.bytes() / 2);
+  host_lse->resize(lse.bytes() / sizeof(float));
+  host_max_logits->resize(max_logits.bytes() / sizeof(float));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(host_out->data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
+  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(host_lse->data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
+  return cuda_status(cudaMemcpy(host_max_logits->data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost),
+                     "copy max_logits");
+}
 
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
   std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",

@@ -1,0 +1,47 @@
+// What the two sparse MLA benches (576-byte and V3.2 rows) share: their output buffers, the
+// FlashMLA anchor (../shared/anchors: FlashMLA's SM90 BF16 sparse prefill) run through its `io` mode
+// on our inputs (the inputs go to files in ctx.anchor_dir, the anchor times its kernel, median of
+// its iterations, and writes its outputs, read back for the accuracy comparison), and the accuracy
+// line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "fp8dsa/sparse_mla.h"
+#include "fp8dsa/status.h"
+#include "op_benches.h"
+#include "tools/device_buffer.h"
+#include "tools/sampled_mla_reference.h"
+
+namespace fp8dsa::bench {
+
+// out [T, h, 512] bf16, lse and max_logits [T, h] f32 on the device.
+struct MlaOutputs {
+  tools::DeviceBytes out, lse, max_logits;
+  Status allocate(int64_t num_tokens, int num_heads);
+  void attach(SparseMlaParams* p) const;  // p's out, lse, max_logits (packed)
+  // Waits for `stream`, then copies all three to the host.
+  Status download(cudaStream_t stream, std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
+                  std::vector<float>* host_max_logits) const;
+};
+
+struct FlashMlaInputs {
+  int64_t num_tokens, num_kv;
+  int num_heads, topk;
+  float sm_scale;
+  const std::vector<uint16_t>* q;        // [T, h, 576] bf16, packed
+  const std::vector<uint16_t>* kv;       // [N, 576] bf16, packed
+  const std::vector<int32_t>* indices;   // [T, topk]
+};
+
+Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double* ms, std::vector<uint16_t>* out,
+                       std::vector<float>* lse, std::vector<float>* max_logits);
+
+// One kernel's accuracy line against the sampled f64 reference, as the sparse MLA benches print it.
+void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c);
+
+}  // namespace fp8dsa::bench

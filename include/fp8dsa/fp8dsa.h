@@ -4,6 +4,7 @@
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/indexer.h"
+#include "fp8dsa/lse_merge.h"
 #include "fp8dsa/pipeline.h"
 #include "fp8dsa/sparse_mla.h"
 #include "fp8dsa/status.h"

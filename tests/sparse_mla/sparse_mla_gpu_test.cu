@@ -23,6 +23,7 @@
 #include "common/rerun.h"
 #include "tools/sampled_mla_reference.h"
 #include "fp8dsa/fp8.h"
+#include "fp8dsa/lse_merge.h"
 #include "fp8dsa/sparse_mla.h"
 #include "mla_problem.h"
 #include "sparse_mla/launch.h"
@@ -445,6 +446,64 @@ TEST(SparseMlaFp8V32, RowOffsetsPast2GiB) {
   const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
   EXPECT_EQ(0, std::memcmp(lse.data(), expected_lse.data(), lse.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(max_logits.data(), expected_max.data(), max_logits.size() * sizeof(float)));
+}
+
+// Context parallel on one GPU: the keys split into R parts (row % R == r), each part through the
+// FP8 kernel without the sink into one stacked buffer, merged by lse_merge with the sink: SPEC 6
+// against the f64 reference of the whole problem (both row formats).
+TEST(SparseMlaFp8, KeySplitMergedByLse) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (KvFormat format : {KvFormat::kE4m3, KvFormat::kDeepSeekV32}) {
+    MlaCase c{4096, 512, 128, 40, true, true};
+    c.score_std = 3.0;
+    c.kv_format = format;
+    MlaProblem pr;
+    mla_test::make_problem(c, 196000, &pr);
+    tools::SampledMlaReference ref;
+    FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
+    const int64_t rows = pr.host.num_tokens * pr.host.num_heads;
+    for (int parts : {2, 4}) {
+      SCOPED_TRACE(c.name() + " parts=" + std::to_string(parts));
+      tools::DeviceBuffer<uint16_t> out_parts(static_cast<size_t>(parts * rows * kDv));
+      tools::DeviceBuffer<float> lse_parts(static_cast<size_t>(parts * rows)), max_parts(lse_parts.size());
+      for (int r = 0; r < parts; ++r) {
+        std::vector<int32_t> indices = pr.indices;
+        for (int32_t& i : indices) {
+          if (i >= 0 && i < pr.host.num_kv && i % parts != r) i = -1;
+        }
+        tools::DeviceBuffer<int32_t> d_indices(indices);
+        SparseMlaParams p = pr.device;
+        p.indices = d_indices.get();
+        p.attn_sink = nullptr;
+        p.out = out_parts.get() + r * rows * kDv;
+        p.out_token_stride = 0;
+        p.out_head_stride = 0;
+        p.lse = lse_parts.get() + r * rows;
+        p.max_logits = max_parts.get() + r * rows;
+        FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(p));
+        FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());  // d_indices goes out of scope
+      }
+      LseMergeParams m;
+      m.num_tokens = pr.host.num_tokens;
+      m.num_heads = pr.host.num_heads;
+      m.num_parts = parts;
+      m.out_parts = out_parts.get();
+      m.lse_parts = lse_parts.get();
+      m.max_logits_parts = max_parts.get();
+      m.attn_sink = pr.device.attn_sink;
+      m.out = pr.d_out.get();
+      m.out_token_stride = pr.device.out_token_stride;
+      m.out_head_stride = pr.device.out_head_stride;
+      m.lse = pr.d_lse.get();
+      m.max_logits = pr.d_max_logits.get();
+      FP8DSA_ASSERT_STATUS_OK(lse_merge(m));
+      const std::vector<uint16_t> out = pr.d_out.download();
+      const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
+      const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
+      EXPECT_TRUE(meets_accuracy(c, check)) << check.description;
+      print_check(c.name() + " merged from " + std::to_string(parts) + " key parts", check);
+    }
+  }
 }
 
 TEST(SparseMlaFp8, RejectsBadArguments) {

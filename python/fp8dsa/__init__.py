@@ -7,6 +7,7 @@ stream and are CUDA-graph capturable):
   topk                exact top-k of each logits row, optionally through a page table
   indexer_topk        indexer_logits then topk in one pass, without the [T, N] logits
   prefill             indexer -> top-k -> sparse MLA in one call
+  lse_merge           sparse MLA results over disjoint key sets into one (keys split across ranks)
 CPU (NumPy): fp8dsa.reference.* (the same calls on the library's f64 references),
 build_causal_bounds, and the conversions e4m3_from_float / float_from_e4m3 / bf16_to_float.
 
@@ -21,6 +22,7 @@ from . import reference
 from ._conversions import bf16_to_float, e4m3_from_float, float_from_e4m3
 from ._fused_topk import indexer_topk
 from ._indexer import build_causal_bounds, indexer_logits
+from ._lse_merge import lse_merge
 from ._pipeline import prefill
 from ._sparse_mla import sparse_mla_prefill
 from ._topk import topk
@@ -37,6 +39,7 @@ __all__ = [
     "float_from_e4m3",
     "indexer_logits",
     "indexer_topk",
+    "lse_merge",
     "prefill",
     "reference",
     "sparse_mla_prefill",

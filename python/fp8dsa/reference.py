@@ -11,7 +11,7 @@ reference needs.
 """
 
 from . import _arrays, _fp8dsa
-from . import _indexer, _pipeline, _sparse_mla, _topk
+from . import _indexer, _lse_merge, _pipeline, _sparse_mla, _topk
 
 _view = _arrays.dlpack_view
 
@@ -70,7 +70,20 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     return out, max_logits, lse
 
 
+def lse_merge(out_parts, lse_parts, max_logits_parts=None, attn_sink=None, *, out=None,
+              max_logits=None, lse=None):
+    """CPU reference of fp8dsa.lse_merge: f64 on the bf16 parts; returns (out, max_logits, lse).
+    """
+    out, max_logits, lse = _lse_merge.lse_merge_arrays("reference.lse_merge", out_parts, lse_parts,
+                                                       max_logits_parts, attn_sink, out, max_logits,
+                                                       lse)
+    _fp8dsa.lse_merge_cpu(_view(out_parts), _view(lse_parts), _view(max_logits_parts),
+                          _view(attn_sink), _view(out), _view(lse), _view(max_logits))
+    return out, max_logits, lse
+
+
 sparse_mla_prefill.__doc__ += _sparse_mla._SHAPES
+lse_merge.__doc__ += _lse_merge._SHAPES
 indexer_logits.__doc__ += _indexer._SHAPES
 topk.__doc__ += _topk._SHAPES
 prefill.__doc__ += _pipeline._SHAPES

@@ -29,7 +29,7 @@ enum class Placement { kCuda, kHost };
 // bfloat16 or as uint16 raw bits.
 enum class Element { kE4M3, kE4M3OrBF16, kBF16, kF32, kI32, kBytes };
 
-inline constexpr int kMaxDims = 3;
+inline constexpr int kMaxDims = 4;  // lse_merge's out_parts [R, T, h, d_v]
 
 struct ArrayView {
   const char* name = "";

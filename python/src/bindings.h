@@ -13,5 +13,6 @@ void bind_topk(nanobind::module_& m);
 void bind_fused_topk(nanobind::module_& m);
 void bind_sparse_mla(nanobind::module_& m);
 void bind_prefill(nanobind::module_& m);
+void bind_lse_merge(nanobind::module_& m);
 
 }  // namespace fp8dsa::python

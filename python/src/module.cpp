@@ -13,4 +13,5 @@ NB_MODULE(_fp8dsa, m) {
   fp8dsa::python::bind_fused_topk(m);
   fp8dsa::python::bind_sparse_mla(m);
   fp8dsa::python::bind_prefill(m);
+  fp8dsa::python::bind_lse_merge(m);
 }

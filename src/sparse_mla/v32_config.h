@@ -3,8 +3,9 @@
 // (config.h); what the row format changes:
 //   - Q arrives as bf16: the value groups quantise its nope part to e4m3 with one scale per head
 //     (amax / 448) into the Q tile and copy its rope, still bf16, into a tile of its own. One e4m3
-//     term keeps 4 significant bits of q, and a score then errs by ~2% of its spread (SPEC 6 wants
-//     ~0.05%); so by default a second term carries the residual, q / scale = hi + lo (both e4m3,
+//     term keeps 4 significant bits of q, and a score then errs by ~2% of its spread (SPEC 6's lse
+//     bound is 2e-3 for a spread of 3); so by default a second term carries the residual,
+//     q / scale = hi + lo (both e4m3,
 //     the same scale), and QK^T multiplies K by both into the same chains (kQTerms, v32_kernel.cuh);
 //   - a gathered stage holds the 512 nope bytes (e4m3, 8 SW64 atoms), the 128 rope bytes (bf16, 2
 //     atoms) and the 4 block scales of every key, transposed to [block][key] f32;
@@ -12,7 +13,7 @@
 //     with the key's block scale, and one bf16 chain over the rope added after the head's Q scale;
 //   - P.V: V's scale differs per key and per 128 columns, so each value group turns the score
 //     group's P into one P_b per scale block b it owns, P_b = e4m3(P * scale_b[key] / R_b) with R_b
-//     the largest scale of block b among the token's keys, and accumulates the weights that P_b
+//     the largest |scale| of block b among the token's keys, and accumulates the weights that P_b
 //     really applies (P_b * R_b / scale_b[key]) to normalise its output blocks with.
 #pragma once
 

@@ -5,8 +5,8 @@
 //     (amax / 448) into the Q tile and copy its rope, still bf16, into a tile of its own. One e4m3
 //     term keeps 4 significant bits of q, and a score then errs by ~2% of its spread (SPEC 6's lse
 //     bound is 2e-3 for a spread of 3); so by default a second term carries the residual,
-//     q / scale = hi + lo (both e4m3,
-//     the same scale), and QK^T multiplies K by both into the same chains (kQTerms, v32_kernel.cuh);
+//     q / scale = hi + lo (both e4m3, the same scale), and QK^T multiplies K by both into the same
+//     chains (kQTerms, v32_kernel.cuh);
 //   - a gathered stage holds the 512 nope bytes (e4m3, 8 SW64 atoms), the 128 rope bytes (bf16, 2
 //     atoms) and the 4 block scales of every key, transposed to [block][key] f32;
 //   - QK^T: 8 e4m3 chains over the nope (each 64 columns, half a scale block) promoted into f32

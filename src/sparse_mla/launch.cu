@@ -67,6 +67,10 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
     return invalid_argument("sparse_mla fp8: the h < 64 and the V3.2-row kernels are built for qk_chains " +
                             std::to_string(kDefaultQkChains) + " only");
   }
+  if (v32 && !is_instantiated_v32_q_terms(tuning.v32_q_terms)) {
+    return invalid_argument("sparse_mla fp8: the V3.2-row kernel takes 1 or 2 e4m3 terms of q (v32_q_terms " +
+                            std::to_string(tuning.v32_q_terms) + ")");
+  }
   if (r.num_tokens == 0) return Status::ok();
   const int64_t head_blocks = transposed ? 1 : (r.num_heads + Heads64Config::kHeads - 1) / Heads64Config::kHeads;
   const int64_t blocks = r.num_tokens * head_blocks;

@@ -31,6 +31,7 @@ constexpr bool transposed_by_default(int num_heads) { return has_transposed_kern
 // The V3.2-row kernel's bf16 q as this many e4m3 terms (v32_config.h): 2 by default (scores within
 // ~2^-8 of bf16 q's), 1 (~2^-4) only as the measured speed alternative.
 constexpr int kDefaultV32QTerms = 2;
+constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
 
 struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;

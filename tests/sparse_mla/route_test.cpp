@@ -58,5 +58,42 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
 }
 
+// The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows, and its launcher refuses, before
+// any CUDA call (with no tokens too), a q-term count or a QK^T chain count it is not built for.
+TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
+  SparseMlaParams p;
+  p.num_tokens = 4;
+  p.num_kv = 100;
+  p.topk = 64;
+  p.sm_scale = 0.07f;
+  p.kv_format = KvFormat::kDeepSeekV32;
+  p.q_dtype = DType::kBF16;
+  p.q = testing::at<uint16_t>(0);
+  p.kv = testing::at<uint8_t>(256);
+  p.indices = testing::at<int32_t>(512);
+  p.out = testing::at<uint16_t>(1024);
+  p.lse = testing::at<float>(2048);
+  for (int h : {16, 128}) {
+    p.num_heads = h;
+    ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+    EXPECT_EQ(sparse_mla_route(p), SparseMlaKernel::kFp8) << h;
+  }
+  for (int64_t tokens : {4, 0}) {
+    p.num_tokens = tokens;
+    sparse_mla::Fp8Tuning tuning;
+    tuning.v32_q_terms = 3;
+    Status s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("1 or 2 e4m3 terms of q (v32_q_terms 3)"), std::string::npos) << s.message();
+    tuning.v32_q_terms = sparse_mla::kDefaultV32QTerms;
+    tuning.qk_chains = sparse_mla::kDefaultQkChains == 6 ? 9 : 6;
+    s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("V3.2-row kernels are built for qk_chains"), std::string::npos) << s.message();
+  }
+  p.q_dtype = DType::kE4M3;  // e4m3 q over V3.2 rows: no kernel (validate() refuses it too)
+  EXPECT_FALSE(sparse_mla::fp8_kernel_supports(p));
+}
+
 }  // namespace
 }  // namespace fp8dsa

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/poison.h"
 #include "tools/mla_workload.h"
 #include "tools/random_inputs.h"
 #include "tools/v32_rows.h"
@@ -214,6 +215,39 @@ std::vector<testing::RerunOutput> rerun_outputs(MlaProblem& pr) {
                                                testing::rerun_output(pr.d_lse, "lse")};
   if (pr.device.max_logits) outputs.push_back(testing::rerun_output(pr.d_max_logits, "max_logits"));
   return outputs;
+}
+
+void place_at_pool_end(const MlaProblem& pr, int64_t pool_rows, PoolPlacement* out) {
+  const SparseMlaParams host = pr.host.resolved();
+  const int64_t rows = host.num_kv, row_bytes = host.kv_row_stride, base = pool_rows - rows;
+  ASSERT_GE(base, 0);
+  out->pool = DeviceBuffer<uint8_t>(static_cast<size_t>(pool_rows * row_bytes));
+  FP8DSA_ASSERT_CUDA(cudaMemcpy(out->pool.get() + base * row_bytes, pr.kv.data(), rows * row_bytes,
+                                cudaMemcpyHostToDevice));
+  std::vector<int32_t> indices = pr.indices;
+  for (int32_t& i : indices) {
+    if (i >= 0 && i < rows) {
+      i += static_cast<int32_t>(base);
+    } else if (i == rows) {
+      i = static_cast<int32_t>(pool_rows);  // still the first invalid row
+    }
+  }
+  out->indices = DeviceBuffer<int32_t>(indices);
+  out->device = pr.device;
+  out->device.num_kv = pool_rows;
+  out->device.kv = out->pool.get();
+  out->device.indices = out->indices.get();
+}
+
+void expect_same_outputs(MlaProblem& pr, const std::function<Status()>& launch, const std::vector<uint16_t>& out,
+                         const std::vector<float>& lse, const std::vector<float>& max_logits) {
+  testing::poison(pr.d_out);
+  testing::poison(pr.d_lse);
+  FP8DSA_ASSERT_STATUS_OK(launch());
+  EXPECT_TRUE(pr.d_out.download() == out);
+  const std::vector<float> got_lse = pr.d_lse.download(), got_max = pr.d_max_logits.download();
+  EXPECT_EQ(0, std::memcmp(got_lse.data(), lse.data(), lse.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(got_max.data(), max_logits.data(), max_logits.size() * sizeof(float)));
 }
 
 }  // namespace fp8dsa::mla_test

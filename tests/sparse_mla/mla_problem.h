@@ -63,4 +63,18 @@ std::function<bool(size_t)> out_cells(const SparseMlaParams& p);
 // out, lse and (when requested) max_logits, for testing::reruns_bitwise_equal.
 std::vector<testing::RerunOutput> rerun_outputs(MlaProblem& pr);
 
+// The problem's kv rows at the end of a device pool of pool_rows rows (so that row offsets pass
+// 2^31 bytes where the pool is that large), its indices moved with them (N, the first invalid
+// index, becomes pool_rows): `device` is pr.device over the pool, with the same results.
+struct PoolPlacement {
+  tools::DeviceBuffer<uint8_t> pool;
+  tools::DeviceBuffer<int32_t> indices;
+  SparseMlaParams device;
+};
+void place_at_pool_end(const MlaProblem& pr, int64_t pool_rows, PoolPlacement* out);
+
+// Runs `launch` on pr's poisoned outputs and expects them bitwise equal to the given ones.
+void expect_same_outputs(MlaProblem& pr, const std::function<Status()>& launch, const std::vector<uint16_t>& out,
+                         const std::vector<float>& lse, const std::vector<float>& max_logits);
+
 }  // namespace fp8dsa::mla_test

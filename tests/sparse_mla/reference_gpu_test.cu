@@ -30,7 +30,10 @@ using mla_test::kDqk;
 using mla_test::kDv;
 using mla_test::MlaCase;
 using mla_test::MlaProblem;
+using mla_test::expect_same_outputs;
 using mla_test::out_cells;
+using mla_test::place_at_pool_end;
+using mla_test::PoolPlacement;
 using mla_test::rerun_outputs;
 using tools::DeviceBuffer;
 
@@ -136,8 +139,8 @@ TEST(SparseMlaReferenceGpu, DeepSeekV32AgainstCpuReference) {
 // 4096. The results equal those of the same rows in a pool of their own, bitwise.
 TEST(SparseMlaReferenceGpu, DeepSeekV32RowOffsetsPast2GiB) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  constexpr int64_t kPoolRows = 3400000, kRows = 4096, kBase = kPoolRows - kRows;
-  static_assert(kBase * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
+  constexpr int64_t kPoolRows = 3400000, kRows = 4096;
+  static_assert((kPoolRows - kRows) * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
   MlaProblem pr;
   make_reference_problem(v32({kRows, 512, 16, 24, true, true}), 70000, &pr);
   run_case(v32({kRows, 512, 16, 24, true, true}), 70000);  // the small pool against the CPU reference
@@ -147,26 +150,11 @@ TEST(SparseMlaReferenceGpu, DeepSeekV32RowOffsetsPast2GiB) {
   const std::vector<float> expected_lse = pr.d_lse.download();
   const std::vector<float> expected_max = pr.d_max_logits.download();
 
-  DeviceBuffer<uint8_t> pool(static_cast<size_t>(kPoolRows * kV32RowBytes));
-  FP8DSA_ASSERT_CUDA(cudaMemcpy(pool.get() + kBase * kV32RowBytes, pr.kv.data(), kRows * kV32RowBytes,
-                                cudaMemcpyHostToDevice));
-  std::vector<int32_t> indices = pr.indices;
-  for (int32_t& i : indices) {
-    if (i >= 0 && i < kRows) i += kBase;
-    else if (i == kRows) i = kPoolRows;  // still the first invalid row
-  }
-  DeviceBuffer<int32_t> d_indices(indices);
-  SparseMlaParams big = pr.device;
-  big.num_kv = kPoolRows;
-  big.kv = pool.get();
-  big.indices = d_indices.get();
-  testing::poison(pr.d_out);
-  testing::poison(pr.d_lse);
-  FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_gpu(big));
-  EXPECT_TRUE(pr.d_out.download() == expected_out);
-  const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
-  EXPECT_EQ(0, std::memcmp(lse.data(), expected_lse.data(), lse.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(max_logits.data(), expected_max.data(), max_logits.size() * sizeof(float)));
+  PoolPlacement big;
+  place_at_pool_end(pr, kPoolRows, &big);
+  if (::testing::Test::HasFatalFailure()) return;
+  expect_same_outputs(pr, [&] { return reference::sparse_mla_gpu(big.device); }, expected_out, expected_lse,
+                      expected_max);
 }
 
 // One valid key gives softmax 1: out = kv_scale * V row, lse = max_logits = the score. The same key

@@ -415,37 +415,19 @@ TEST(SparseMlaFp8V32, QTermsAccuracy) {
 // results equal those of the same rows in a pool of their own, bitwise.
 TEST(SparseMlaFp8V32, RowOffsetsPast2GiB) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  constexpr int64_t kPoolRows = 3400000, kRows = 4096, kBase = kPoolRows - kRows;
-  static_assert(kBase * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
+  constexpr int64_t kPoolRows = 3400000, kRows = 4096;
+  static_assert((kPoolRows - kRows) * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
   MlaProblem pr;
   mla_test::make_problem(v32({kRows, 512, 128, 24, true, true}), 194000, &pr);
   std::vector<uint16_t> expected_out;
   std::vector<float> expected_lse, expected_max;
   run_and_check_coverage(pr, &expected_out, &expected_lse, &expected_max);
   if (::testing::Test::HasFatalFailure()) return;
-  tools::DeviceBuffer<uint8_t> pool(static_cast<size_t>(kPoolRows * kV32RowBytes));
-  FP8DSA_ASSERT_CUDA(cudaMemcpy(pool.get() + kBase * kV32RowBytes, pr.kv.data(), kRows * kV32RowBytes,
-                                cudaMemcpyHostToDevice));
-  std::vector<int32_t> indices = pr.indices;
-  for (int32_t& i : indices) {
-    if (i >= 0 && i < kRows) {
-      i += kBase;
-    } else if (i == kRows) {
-      i = kPoolRows;  // still the first invalid row
-    }
-  }
-  tools::DeviceBuffer<int32_t> d_indices(indices);
-  SparseMlaParams big = pr.device;
-  big.num_kv = kPoolRows;
-  big.kv = pool.get();
-  big.indices = d_indices.get();
-  testing::poison(pr.d_out);
-  testing::poison(pr.d_lse);
-  FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(big));
-  EXPECT_TRUE(pr.d_out.download() == expected_out);
-  const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
-  EXPECT_EQ(0, std::memcmp(lse.data(), expected_lse.data(), lse.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(max_logits.data(), expected_max.data(), max_logits.size() * sizeof(float)));
+  mla_test::PoolPlacement big;
+  mla_test::place_at_pool_end(pr, kPoolRows, &big);
+  if (::testing::Test::HasFatalFailure()) return;
+  mla_test::expect_same_outputs(pr, [&] { return sparse_mla_prefill(big.device); }, expected_out, expected_lse,
+                                expected_max);
 }
 
 // Context parallel on one GPU: the keys split into R parts (row % R == r), each part through the

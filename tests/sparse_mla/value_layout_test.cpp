@@ -64,6 +64,37 @@ std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
   return o;
 }
 
+// The epilogue's reading of O^T (from emulate_value_mma) for value group w: register 4c + 2hh + e of
+// block mb is head value_head(lane, c, e) and column dv_of(warp, lane, mb, hh), and holds
+// sum_key P[head][key] V[key][dv] (V rows of v_row elements); every (head, column) of the group's
+// columns once.
+template <class DvOf>
+void expect_epilogue_reads_p_times_v(const std::vector<int64_t>& o, int w, DvOf&& dv_of,
+                                     const std::vector<int>& p_values, const std::vector<int>& v_values, int v_row,
+                                     int dv_per_group) {
+  std::set<std::pair<int, int>> seen;
+  for (int thread = 0; thread < 128; ++thread) {
+    const int warp = thread / 32, lane = thread % 32;
+    for (int mb = 0; mb < 4; ++mb)
+      for (int c = 0; c < 8; ++c)
+        for (int hh = 0; hh < 2; ++hh)
+          for (int e = 0; e < 2; ++e) {
+            const int r = 4 * c + 2 * hh + e;
+            const int head = value_head(lane, c, e);
+            const int dv = dv_of(warp, lane, mb, hh);
+            ASSERT_EQ(head, hopper::acc_col(lane, r));
+            ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
+            int64_t expected = 0;
+            for (int key = 0; key < kKeys; ++key) {
+              expected += int64_t{p_values[head * kKeys + key]} * v_values[key * v_row + dv];
+            }
+            ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
+                << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
+          }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * dv_per_group);
+}
+
 TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
   // The gathered tile: V[key][d] = tile row key, column d.
   std::vector<uint8_t> tile(C::kKTileBytes);
@@ -108,28 +139,9 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
           }
         },
         p_t);
-    // The epilogue's reading of the accumulators: register 4c + 2hh + e of block mb.
-    std::set<std::pair<int, int>> seen;
-    for (int thread = 0; thread < 128; ++thread) {
-      const int warp = thread / 32, lane = thread % 32;
-      for (int mb = 0; mb < 4; ++mb)
-        for (int c = 0; c < 8; ++c)
-          for (int hh = 0; hh < 2; ++hh)
-            for (int e = 0; e < 2; ++e) {
-              const int r = 4 * c + 2 * hh + e;
-              const int head = value_head(lane, c, e);
-              const int dv = value_dv(w, warp, lane) + 2 * mb + hh;
-              ASSERT_EQ(head, hopper::acc_col(lane, r));
-              ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
-              int64_t expected = 0;
-              for (int key = 0; key < kKeys; ++key) {
-                expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDqk + dv];
-              }
-              ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
-                  << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
-            }
-    }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * C::kDvPerValueGroup);
+    expect_epilogue_reads_p_times_v(
+        o, w, [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; }, p_values,
+        v_values, C::kDqk, C::kDvPerValueGroup);
   }
 }
 
@@ -200,27 +212,14 @@ TEST(SparseMlaValueLayout, V32FragmentsMmaAndEpilogueComputePTimesV) {
           }
         },
         p_t);
-    std::set<std::pair<int, int>> seen;
-    for (int thread = 0; thread < 128; ++thread) {
-      const int warp = thread / 32, lane = thread % 32;
-      for (int mb = 0; mb < 4; ++mb)
-        for (int c = 0; c < 8; ++c)
-          for (int hh = 0; hh < 2; ++hh)
-            for (int e = 0; e < 2; ++e) {
-              const int r = 4 * c + 2 * hh + e;
-              const int head = value_head(lane, c, e);
-              const int dv = value_dv_v32(w, warp, lane) + kV32ScaleBlock * (mb / 2) + 2 * (mb % 2) + hh;
-              ASSERT_EQ(dv / kV32ScaleBlock, 2 * w + mb / 2) << "a block's rows share one scale block";
-              ASSERT_TRUE(seen.insert({head, dv}).second) << "output cell written twice";
-              int64_t expected = 0;
-              for (int key = 0; key < kKeys; ++key) {
-                expected += int64_t{p_values[head * kKeys + key]} * v_values[key * C::kDv + dv];
-              }
-              ASSERT_EQ(o[(mb * 64 + hopper::acc_row(warp, lane, r)) * 64 + head], expected)
-                  << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
-            }
-    }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * V32Config::kDvPerValueGroup);
+    expect_epilogue_reads_p_times_v(
+        o, w,
+        [&](int warp, int lane, int mb, int hh) {
+          const int dv = value_dv_v32(w, warp, lane) + kV32ScaleBlock * (mb / 2) + 2 * (mb % 2) + hh;
+          EXPECT_EQ(dv / kV32ScaleBlock, 2 * w + mb / 2) << "a block's rows share one scale block";
+          return dv;
+        },
+        p_values, v_values, C::kDv, V32Config::kDvPerValueGroup);
   }
 }
 

@@ -20,7 +20,6 @@
 
 #include "tools/metrics.h"
 #include "tools/sampled_mla_reference.h"
-#include "core/cuda_check.h"
 #include "tools/device_random.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
@@ -31,12 +30,8 @@
 namespace fp8dsa::bench {
 namespace {
 
-constexpr int64_t kTokens = 4096;
-constexpr int kTopk = 2048;
 constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
-constexpr int kMaxHeads = 128;
-constexpr int64_t kCheckEvery = 64;  // tokens checked against the f64 reference
 
 // One workload at h = 128 on the device; smaller h take its first heads.
 struct MlaInputs {
@@ -49,11 +44,11 @@ Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double*
                     std::vector<float>* lse, std::vector<float>* max_logits) {
   uint16_t to_bf16[256];
   for (int b = 0; b < 256; ++b) to_bf16[b] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
-  std::vector<uint16_t> q(static_cast<size_t>(kTokens) * h * kDimQk), kv(in.host.kv.size());
-  for (int64_t t = 0; t < kTokens; ++t)
-    for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = to_bf16[in.host.q[t * kMaxHeads * kDimQk + i]];
+  std::vector<uint16_t> q(static_cast<size_t>(kMlaTokens) * h * kDimQk), kv(in.host.kv.size());
+  for (int64_t t = 0; t < kMlaTokens; ++t)
+    for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = to_bf16[in.host.q[t * kMlaMaxHeads * kDimQk + i]];
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = to_bf16[in.host.kv[i]];
-  const FlashMlaInputs anchor_in{kTokens, in.host.spec.num_kv, h, kTopk, in.host.spec.sm_scale, &q, &kv,
+  const FlashMlaInputs anchor_in{kMlaTokens, in.host.spec.num_kv, h, kMlaTopk, in.host.spec.sm_scale, &q, &kv,
                                  &in.host.indices};
   return run_flashmla_io(ctx, anchor_in, ms, out, lse, max_logits);
 }
@@ -61,7 +56,7 @@ Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double*
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
   MlaOutputs outputs;
-  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kTokens, num_heads));
+  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kMlaTokens, num_heads));
   SparseMlaParams p = tools::mla_params(in.host, num_heads);
   p.q = in.q.get();
   p.kv = in.kv.get();
@@ -73,7 +68,8 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   const double flops = 2.0 * num_heads * (kDimQk + kDimV) * valid;
   ResultRow row;
   row.op = "sparse_mla";
-  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}}) + " data=" + data;
+  row.shape = shape_string({{"T", kMlaTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kMlaTopk}}) +
+              " data=" + data;
   row.kernel = sparse_mla_kernel_name(sparse_mla_route(p));
   const size_t our_row = ctx.results->rows().size();
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
@@ -86,7 +82,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   // The anchor on the same inputs, and both kernels' accuracy.
   std::vector<uint16_t> ours_out;
   std::vector<float> ours_lse, ours_max;
-  FP8DSA_RETURN_IF_ERROR(outputs.download(ctx.stream, &ours_out, &ours_lse, &ours_max));
+  FP8DSA_RETURN_IF_ERROR(outputs.download(&ours_out, &ours_lse, &ours_max));
   double anchor_ms = NAN;
   std::vector<uint16_t> fm_out;
   std::vector<float> fm_lse, fm_max;
@@ -107,7 +103,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   ours.vs_anchor = anchor_ms / ours.ms;
 
   tools::SampledMlaReference ref;
-  FP8DSA_RETURN_IF_ERROR(ref.build(tools::mla_params(in.host, num_heads), kCheckEvery));
+  FP8DSA_RETURN_IF_ERROR(ref.build(tools::mla_params(in.host, num_heads), kMlaCheckEvery));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
   print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
   print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
@@ -115,14 +111,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
 }
 
 Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, MlaInputs* in) {
-  tools::MlaWorkloadSpec spec;  // sm_scale: 1 / sqrt(192), DeepSeek-V3.2 without the YaRN factor
-  spec.num_tokens = kTokens;
-  spec.num_kv = num_keys;
-  spec.num_heads = kMaxHeads;
-  spec.topk = kTopk;
-  spec.score_std = score_std;
-  spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
-  in->host = tools::make_mla_workload(spec);
+  in->host = make_bench_workload(ctx, num_keys, score_std);
   FP8DSA_RETURN_IF_ERROR(upload(in->host.q, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->host.kv, &in->kv));
   return upload(in->host.indices, &in->indices);

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <string>
 
-#include "core/cuda_check.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -27,29 +26,35 @@ bool read_file(const std::string& path, std::vector<T>* v) {
 
 }  // namespace
 
+tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std) {
+  tools::MlaWorkloadSpec spec;  // sm_scale: 1 / sqrt(192), DeepSeek-V3.2 without the YaRN factor
+  spec.num_tokens = kMlaTokens;
+  spec.num_kv = num_keys;
+  spec.num_heads = kMlaMaxHeads;
+  spec.topk = kMlaTopk;
+  spec.score_std = score_std;
+  spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
+  return tools::make_mla_workload(spec);
+}
+
 Status MlaOutputs::allocate(int64_t num_tokens, int num_heads) {
   const size_t rows = static_cast<size_t>(num_tokens) * static_cast<size_t>(num_heads);
-  FP8DSA_RETURN_IF_ERROR(out.allocate(rows * 512 * 2));
-  FP8DSA_RETURN_IF_ERROR(lse.allocate(rows * sizeof(float)));
-  return max_logits.allocate(rows * sizeof(float));
+  FP8DSA_RETURN_IF_ERROR(out.allocate(rows * 512));
+  FP8DSA_RETURN_IF_ERROR(lse.allocate(rows));
+  return max_logits.allocate(rows);
 }
 
 void MlaOutputs::attach(SparseMlaParams* p) const {
   p->out = out.get();
-  p->lse = lse.as<float>();
-  p->max_logits = max_logits.as<float>();
+  p->lse = lse.get();
+  p->max_logits = max_logits.get();
 }
 
-Status MlaOutputs::download(cudaStream_t stream, std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
+Status MlaOutputs::download(std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
                             std::vector<float>* host_max_logits) const {
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  host_out->resize(out.bytes() / 2);
-  host_lse->resize(lse.bytes() / sizeof(float));
-  host_max_logits->resize(max_logits.bytes() / sizeof(float));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(host_out->data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy out"));
-  FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(host_lse->data(), lse.get(), lse.bytes(), cudaMemcpyDeviceToHost), "copy lse"));
-  return cuda_status(cudaMemcpy(host_max_logits->data(), max_logits.get(), max_logits.bytes(), cudaMemcpyDeviceToHost),
-                     "copy max_logits");
+  FP8DSA_RETURN_IF_ERROR(out.download(host_out));
+  FP8DSA_RETURN_IF_ERROR(lse.download(host_lse));
+  return max_logits.download(host_max_logits);
 }
 
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {

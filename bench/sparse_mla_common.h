@@ -15,17 +15,30 @@
 #include "fp8dsa/status.h"
 #include "op_benches.h"
 #include "tools/device_buffer.h"
+#include "tools/mla_workload.h"
 #include "tools/sampled_mla_reference.h"
 
 namespace fp8dsa::bench {
 
+// The shape both benches time: T = 4096 new tokens, topk = 2048, inputs for 128 heads (smaller h
+// take the first heads), every 64th token checked against the f64 reference.
+inline constexpr int64_t kMlaTokens = 4096;
+inline constexpr int kMlaTopk = 2048;
+inline constexpr int kMlaMaxHeads = 128;
+inline constexpr int64_t kMlaCheckEvery = 64;
+
+// The realistic workload (tools/mla_workload.h) of that shape over num_keys rows, scores with
+// score_std across a token's keys; seeded by ctx.seed and num_keys.
+tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std);
+
 // out [T, h, 512] bf16, lse and max_logits [T, h] f32 on the device.
 struct MlaOutputs {
-  tools::DeviceBytes out, lse, max_logits;
+  tools::DeviceBuffer<uint16_t> out;
+  tools::DeviceBuffer<float> lse, max_logits;
   Status allocate(int64_t num_tokens, int num_heads);
   void attach(SparseMlaParams* p) const;  // p's out, lse, max_logits (packed)
-  // Waits for `stream`, then copies all three to the host.
-  Status download(cudaStream_t stream, std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
+  // Waits for the device, then copies all three to the host.
+  Status download(std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
                   std::vector<float>* host_max_logits) const;
 };
 

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda_check.h"
 #include "sparse_mla_common.h"
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
@@ -27,12 +26,8 @@
 namespace fp8dsa::bench {
 namespace {
 
-constexpr int64_t kTokens = 4096;
-constexpr int kTopk = 2048;
 constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
-constexpr int kMaxHeads = 128;
-constexpr int64_t kCheckEvery = 64;
 
 struct V32Inputs {
   tools::MlaWorkload host;
@@ -41,15 +36,8 @@ struct V32Inputs {
 };
 
 Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, V32Inputs* in) {
-  tools::MlaWorkloadSpec spec;
-  spec.num_tokens = kTokens;
-  spec.num_kv = num_keys;
-  spec.num_heads = kMaxHeads;
-  spec.topk = kTopk;
-  spec.score_std = score_std;
-  spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
-  in->host = tools::make_mla_workload(spec);
-  in->v32 = tools::make_v32_workload(in->host, spec.seed + 1);
+  in->host = make_bench_workload(ctx, num_keys, score_std);
+  in->v32 = tools::make_v32_workload(in->host, in->host.spec.seed + 1);
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.q_bf16, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.kv, &in->kv));
   FP8DSA_RETURN_IF_ERROR(in->kv_bf16.allocate(static_cast<size_t>(num_keys) * kDimQk * 2));
@@ -58,16 +46,16 @@ Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, 
 
 // The first h heads of the [T, 128, 576] bf16 queries, packed for the anchor.
 std::vector<uint16_t> first_heads(const std::vector<uint16_t>& q, int h) {
-  std::vector<uint16_t> out(static_cast<size_t>(kTokens) * h * kDimQk);
-  for (int64_t t = 0; t < kTokens; ++t)
-    for (int i = 0; i < h * kDimQk; ++i) out[t * h * kDimQk + i] = q[t * kMaxHeads * kDimQk + i];
+  std::vector<uint16_t> out(static_cast<size_t>(kMlaTokens) * h * kDimQk);
+  for (int64_t t = 0; t < kMlaTokens; ++t)
+    for (int i = 0; i < h * kDimQk; ++i) out[t * h * kDimQk + i] = q[t * kMlaMaxHeads * kDimQk + i];
   return out;
 }
 
 Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
   MlaOutputs outputs;
-  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kTokens, num_heads));
+  FP8DSA_RETURN_IF_ERROR(outputs.allocate(kMlaTokens, num_heads));
   SparseMlaParams p = tools::v32_mla_params(in.host, in.v32, num_heads);
   p.q = in.q.get();
   p.kv = in.kv.get();
@@ -79,7 +67,8 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
   const double flops = 2.0 * num_heads * (kDimQk + kDimV) * valid;
   ResultRow row;
   row.op = "sparse_mla_v32";
-  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kTopk}}) + " data=" + data;
+  row.shape = shape_string({{"T", kMlaTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kMlaTopk}}) +
+              " data=" + data;
   row.kernel = std::string(sparse_mla_kernel_name(sparse_mla_route(p))) + " (656-byte rows, bf16 q)";
   const size_t our_row = ctx.results->rows().size();
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
@@ -91,7 +80,7 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
 
   std::vector<uint16_t> ours_out;
   std::vector<float> ours_lse, ours_max;
-  FP8DSA_RETURN_IF_ERROR(outputs.download(ctx.stream, &ours_out, &ours_lse, &ours_max));
+  FP8DSA_RETURN_IF_ERROR(outputs.download(&ours_out, &ours_lse, &ours_max));
 
   // (b)'s first half: the engines' conversion pass over the N cache rows, timed on this device.
   ResultRow dequant = row;
@@ -104,7 +93,8 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
         return dequantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, in.kv_bf16.as<uint16_t>(),
                                    ctx.stream);
       },
-      dequant, [&](double seconds, ResultRow& r) { r.gbps = num_keys * (kV32RowBytes + 2.0 * kDimQk) / seconds / 1e9; }));
+      dequant,
+      [&](double seconds, ResultRow& r) { r.gbps = num_keys * (kV32RowBytes + 2.0 * kDimQk) / seconds / 1e9; }));
 
   double anchor_ms = NAN;
   std::vector<uint16_t> fm_out;
@@ -113,7 +103,7 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
   anchor.shape += " baseline=flashmla_bf16";
   anchor.kernel = "FlashMLA SM90 sparse prefill (BF16) on pre-dequantised rows";
   const std::vector<uint16_t> q = first_heads(in.v32.q_bf16, num_heads);
-  const FlashMlaInputs anchor_in{kTokens, num_keys, num_heads, kTopk, in.host.spec.sm_scale, &q,
+  const FlashMlaInputs anchor_in{kMlaTokens, num_keys, num_heads, kMlaTopk, in.host.spec.sm_scale, &q,
                                  &in.v32.kv_dequant_bf16, &in.host.indices};
   const Status fm = run_flashmla_io(ctx, anchor_in, &anchor_ms, &fm_out, &fm_lse, &fm_max);
   if (!fm.is_ok()) {
@@ -141,7 +131,7 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
 
   tools::SampledMlaReference ref;
   SparseMlaParams host = tools::v32_mla_params(in.host, in.v32, num_heads);
-  FP8DSA_RETURN_IF_ERROR(ref.build(host, kCheckEvery));
+  FP8DSA_RETURN_IF_ERROR(ref.build(host, kMlaCheckEvery));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
   print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
   print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));

@@ -86,6 +86,12 @@ __device__ __forceinline__ __half2 e4m3x2_to_half2(uint32_t bits) {
   return __half2(raw);
 }
 
+// Two f16 -> two e4m3 in the low 16 bits (the low half in byte 0), round to nearest, saturating.
+__device__ __forceinline__ uint32_t e4m3x2_of_half2(__half2 v) {
+  return static_cast<uint32_t>(
+      __nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(v), __NV_SATFINITE, __NV_E4M3));
+}
+
 // One step of the lazy rescale for a row whose max so far is m_true (updated here with tile_max)
 // and whose reference is m_ref. Returns alpha, the factor for O and the sums (1 when m_ref stays;
 // 0 the first time a valid key appears, m_ref being -inf), and sets the bias that P adds to the

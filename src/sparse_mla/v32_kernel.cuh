@@ -328,11 +328,6 @@ __device__ __forceinline__ float reference_scale(const uint8_t* smem_ptr, int bl
   return ref;
 }
 
-__device__ __forceinline__ uint32_t e4m3x2_of_half2(__half2 v) {
-  return static_cast<uint32_t>(
-      __nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(v), __NV_SATFINITE, __NV_E4M3));
-}
-
 __device__ __forceinline__ void load_value_fragments_v32(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
                                                          int ks) {
   build_value_fragments(frag, v, ks, [&](uint32_t offset, uint32_t (&words)[2]) {

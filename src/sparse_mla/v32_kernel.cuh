@@ -426,17 +426,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     uint32_t flags[4];
     hopper::lds128(flags, smem + C::kFlagOffset + slot * 16);
     if ((flags[0] | flags[1] | flags[2] | flags[3]) != 0u) {
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const float2 a = *reinterpret_cast<const float2*>(alpha_buf + slot * C::kHeads + value_head(lane, c, 0));
-#pragma unroll
-        for (int mb = 0; mb < 4; ++mb) {
-          o[mb][4 * c + 0] *= a.x;
-          o[mb][4 * c + 1] *= a.y;
-          o[mb][4 * c + 2] *= a.x;
-          o[mb][4 * c + 3] *= a.y;
-        }
-      }
+      rescale_value_accumulators(o, alpha_buf + slot * C::kHeads, lane);
       const float a = alpha_buf[slot * C::kHeads + pb_head];
       weight_sum[0] *= a;
       weight_sum[1] *= a;

@@ -19,6 +19,22 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
                         [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
 }
 
+// O^T *= the tile's rescale factors (alpha: the slot's [64 heads] f32): registers 4c + {0, 2} of
+// every block are head value_head(lane, c, 0), 4c + {1, 3} the next.
+__device__ __forceinline__ void rescale_value_accumulators(float (&o)[4][32], const float* alpha, int lane) {
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    const float2 a = *reinterpret_cast<const float2*>(alpha + value_head(lane, c, 0));
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb) {
+      o[mb][4 * c + 0] *= a.x;
+      o[mb][4 * c + 1] *= a.y;
+      o[mb][4 * c + 2] *= a.x;
+      o[mb][4 * c + 3] *= a.y;
+    }
+  }
+}
+
 // O^T[mb] += V^T[mb] . P^T for one k-step, committed and waited for (the fragments may be reused
 // on return). Blocks 0, 1 take the P^T of desc_lo, blocks 2, 3 that of desc_hi: the same P for
 // 576-byte rows, the two scale blocks' P_b for V3.2 rows (v32_kernel.cuh).

@@ -38,6 +38,9 @@ struct Options {
   int reps = 10;
   int warmup = 3;
   std::string flashmla;
+  std::string q8kv8;
+  std::vector<std::string> mla_data;
+  std::vector<int> mla_qk_chains;
   std::string anchor_dir = "/tmp/fp8dsa_anchors";
 };
 
@@ -56,9 +59,15 @@ void print_usage(std::FILE* out) {
                "  --csv=PATH     append rows here (default %s)\n"
                "  --no-csv       do not write the CSV\n"
                "  --commit=REV   commit recorded in the CSV (default: the configure-time HEAD, %s)\n"
-               "  --flashmla=PATH  also time FlashMLA's BF16 sparse prefill (../shared/anchors/flashmla) on\n"
-               "                 the same inputs (rows with baseline=flashmla_bf16) and print both kernels'\n"
-               "                 accuracy against the f64 reference\n"
+               "  --flashmla=PATH  also time FlashMLA's BF16 sparse prefill (../shared/anchors/flashmla_io.py)\n"
+               "                 on the same inputs (rows with baseline=flashmla_bf16) and print every kernel's\n"
+               "                 accuracy against the f64 references\n"
+               "  --q8kv8=PATH   also time SGLang's FP8 sparse prefill (../shared/anchors/q8kv8) on the same\n"
+               "                 e4m3 inputs (rows with baseline=q8kv8)\n"
+               "  --mla-data=LIST  sparse MLA input sets at N = 32K: realistic,peaked,random,random_std1,\n"
+               "                 random_std10,zeros (default: all)\n"
+               "  --mla-qk-chains=LIST  FP8DSA_TUNING builds: also time these sparse MLA QK^T chain counts\n"
+               "                 (rows with qk_chains=N) and print their accuracy\n"
                "  --anchor-dir=DIR  where the anchors' input files are written (default /tmp/fp8dsa_anchors)\n"
                "  --help         this text\n"
                "\n"
@@ -101,6 +110,29 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->commit = v;
     } else if (starts_with(a, "--flashmla=", &v) && *v != '\0') {
       opt->flashmla = v;
+    } else if (starts_with(a, "--q8kv8=", &v) && *v != '\0') {
+      opt->q8kv8 = v;
+    } else if (starts_with(a, "--mla-data=", &v) && *v != '\0') {
+      opt->mla_data.clear();
+      std::string list = v;
+      for (size_t pos = 0; pos <= list.size();) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        opt->mla_data.push_back(list.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+    } else if (starts_with(a, "--mla-qk-chains=", &v) && *v != '\0') {
+      opt->mla_qk_chains.clear();
+      std::string list = v;
+      for (size_t pos = 0; pos <= list.size();) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        int chains = 0;
+        if (!parse_int(list.substr(pos, comma - pos).c_str(), 1, &chains)) {
+          std::fprintf(stderr, "fp8dsa_bench: --mla-qk-chains wants positive integers, got '%s'\n", v);
+          return 2;
+        }
+        opt->mla_qk_chains.push_back(chains);
+        pos = comma + 1;
+      }
     } else if (starts_with(a, "--anchor-dir=", &v) && *v != '\0') {
       opt->anchor_dir = v;
     } else if (starts_with(a, "--reps=", &v)) {
@@ -190,6 +222,9 @@ int main(int argc, char** argv) {
   ctx.stream = stream.stream;
   ctx.results = &results;
   ctx.flashmla = opt.flashmla;
+  ctx.q8kv8 = opt.q8kv8;
+  ctx.mla_data = opt.mla_data;
+  ctx.mla_qk_chains = opt.mla_qk_chains;
   ctx.anchor_dir = opt.anchor_dir;
   std::printf("fp8dsa_bench on %s (%d SMs, L2 %d MB), commit %s, median of %d reps after %d warm-up\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.commit.c_str(), opt.reps, opt.warmup);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -23,6 +24,9 @@ struct BenchContext {
   uint64_t seed = 0x5EED;
   Results* results = nullptr;
   std::string flashmla;    // the FlashMLA anchor executable (empty: not timed)
+  std::string q8kv8;       // SGLang's FP8 sparse MLA anchor executable (empty: not timed)
+  std::vector<std::string> mla_data;  // sparse MLA input sets (empty: the bench's default list)
+  std::vector<int> mla_qk_chains;     // FP8DSA_TUNING builds: QK^T chain counts timed besides the default
   std::string anchor_dir;  // where the anchors' input and output files go
 };
 
@@ -40,7 +44,9 @@ Status run_topk_bench(const BenchContext& ctx);
 // T=4096 causal, k=2048, N in {8K, 32K, 64K, 128K}, H in {64, 32}: fused score + top-k beside the
 // unfused path, the indexer alone and the top-k alone, on the same inputs.
 Status run_fused_topk_bench(const BenchContext& ctx);
-// T=4096, topk=2048, N in {8K, 32K, 64K, 128K}, h in {128, 64, 32, 16}.
+// T=4096, topk=2048, N in {8K, 32K, 64K, 128K}, h in {128, 64, 32, 16} on the realistic inputs; at
+// N = 32K also h = 128 and 64 on every other input set (peaked, random of three spreads, zeros), each
+// beside the anchors on the same inputs.
 Status run_sparse_mla_bench(const BenchContext& ctx);
 // The same from DeepSeek-V3.2's 656-byte rows with bf16 q: N in {8K, 32K, 128K}, h in {128, 64, 16},
 // beside FlashMLA BF16 on pre-dequantised rows and the dequantisation pass + FlashMLA.

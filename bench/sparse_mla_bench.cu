@@ -4,18 +4,24 @@
 // scores with a std of 3 across a token's keys; "data=peaked": std 10). FLOPs: 2 * h * (d_qk + d_v)
 // per (token, valid selected row).
 //
-// With --flashmla=PATH (the anchor of ../shared/anchors), h = 64 and 128 also run FlashMLA's BF16
-// kernel on the same inputs (e4m3 values are exact in bf16) through its `io` mode, in the same run:
-// its row carries "baseline=flashmla_bf16", ours the speedup over it, and both kernels' accuracy
-// against the f64 reference on every 64th token is printed. Both kernels are timed on one input set
-// (the anchor's `io` mode takes one), so at N = 8K the 4.7 MB latent cache stays in L2 across
-// repetitions for both.
+// Input sets (data=): the realistic inputs (std 3) and peaked ones (std 10), random-valued q / kv
+// whose scores do not follow the selection order (std 3.5, 1 and 10: random, random_std1,
+// random_std10) and zeros, all over the realistic selections.
+//
+// With --flashmla=PATH and --q8kv8=PATH (the anchors of ../shared/anchors), h = 64 and 128 also run
+// FlashMLA's BF16 kernel (e4m3 values are exact in bf16) and SGLang's FP8 kernel on the same inputs
+// through their `io` modes, in the same run: their rows carry "baseline=flashmla_bf16" and
+// "baseline=q8kv8", ours the speedup over FlashMLA, and every kernel's accuracy on every 64th token
+// is printed twice: against the f64 reference on its inputs (SPEC 6's absolute bound) and against
+// the rounding of the inputs (R0 / Rq). All kernels are timed on one input set (the anchors' `io`
+// modes take one), so at N = 8K the 4.7 MB latent cache stays in L2 across repetitions for all.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/metrics.h"
@@ -26,6 +32,9 @@
 #include "op_benches.h"
 #include "tools/mla_workload.h"
 #include "sparse_mla_common.h"
+#if defined(FP8DSA_TUNING)
+#include "sparse_mla/launch.h"
+#endif
 
 namespace fp8dsa::bench {
 namespace {
@@ -33,24 +42,85 @@ namespace {
 constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
 
+// The input sets (label as in results.csv's data= token). At N = 32K every set runs at h = 128 and 64;
+// at the other N the realistic one at every h.
+struct MlaDataSet {
+  const char* label;
+  tools::MlaValues values;
+  double score_std;
+};
+constexpr MlaDataSet kDataSets[] = {
+    {"realistic", tools::MlaValues::kRealistic, 3.0},  {"peaked", tools::MlaValues::kRealistic, 10.0},
+    {"random", tools::MlaValues::kRandom, 3.5},         {"random_std1", tools::MlaValues::kRandom, 1.0},
+    {"random_std10", tools::MlaValues::kRandom, 10.0},  {"zeros", tools::MlaValues::kZeros, 1.0},
+};
+
 // One workload at h = 128 on the device; smaller h take its first heads.
 struct MlaInputs {
   tools::MlaWorkload host;
   tools::DeviceBytes q, kv, indices;
 };
 
+// The first h heads of q [T, kMlaMaxHeads, 576] e4m3, packed, each byte through `convert`.
+template <typename T, typename F>
+std::vector<T> first_heads(const MlaInputs& in, int h, F convert) {
+  std::vector<T> q(static_cast<size_t>(kMlaTokens) * h * kDimQk);
+  for (int64_t t = 0; t < kMlaTokens; ++t)
+    for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = convert(in.host.q[t * kMlaMaxHeads * kDimQk + i]);
+  return q;
+}
+
 // FlashMLA's `io` mode on the first h heads of the inputs (every e4m3 value is exact in bf16).
 Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double* ms, std::vector<uint16_t>* out,
                     std::vector<float>* lse, std::vector<float>* max_logits) {
   uint16_t to_bf16[256];
   for (int b = 0; b < 256; ++b) to_bf16[b] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
-  std::vector<uint16_t> q(static_cast<size_t>(kMlaTokens) * h * kDimQk), kv(in.host.kv.size());
-  for (int64_t t = 0; t < kMlaTokens; ++t)
-    for (int i = 0; i < h * kDimQk; ++i) q[t * h * kDimQk + i] = to_bf16[in.host.q[t * kMlaMaxHeads * kDimQk + i]];
+  const std::vector<uint16_t> q = first_heads<uint16_t>(in, h, [&](uint8_t b) { return to_bf16[b]; });
+  std::vector<uint16_t> kv(in.host.kv.size());
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = to_bf16[in.host.kv[i]];
   const FlashMlaInputs anchor_in{kMlaTokens, in.host.spec.num_kv, h, kMlaTopk, in.host.spec.sm_scale, &q, &kv,
                                  &in.host.indices};
   return run_flashmla_io(ctx, anchor_in, ms, out, lse, max_logits);
+}
+
+// SGLang's FP8 kernel on the same e4m3 bytes.
+Status run_q8kv8(const BenchContext& ctx, const MlaInputs& in, int h, double* ms, std::vector<uint16_t>* out,
+                 std::vector<float>* lse, std::vector<float>* max_logits) {
+  const std::vector<uint8_t> q = first_heads<uint8_t>(in, h, [](uint8_t b) { return b; });
+  const Q8kv8Inputs anchor_in{kMlaTokens, in.host.spec.num_kv, h, kMlaTopk, in.host.spec.sm_scale, &q, &in.host.kv,
+                              &in.host.indices};
+  return run_q8kv8_io(ctx, anchor_in, ms, out, lse, max_logits);
+}
+
+struct AnchorOutputs {
+  std::vector<uint16_t> out;
+  std::vector<float> lse, max_logits;
+};
+
+using AnchorRunner = Status (*)(const BenchContext&, const MlaInputs&, int, double*, std::vector<uint16_t>*,
+                                std::vector<float>*, std::vector<float>*);
+
+// Times one anchor on the inputs and adds its row (our row's shape + " baseline=<name>"); returns
+// its time (NaN if it failed: the row then carries the reason).
+double time_anchor(const BenchContext& ctx, const MlaInputs& in, int h, const ResultRow& ours, const char* baseline,
+                   const char* kernel, double flops, double bytes_per_pair, AnchorRunner run, AnchorOutputs* got) {
+  ResultRow anchor = ours;
+  anchor.shape += std::string(" baseline=") + baseline;
+  anchor.kernel = kernel;
+  anchor.vs_anchor = NAN;
+  double ms = NAN;
+  const Status s = run(ctx, in, h, &ms, &got->out, &got->lse, &got->max_logits);
+  if (!s.is_ok()) {
+    anchor.note = s.to_string();
+    anchor.ms = anchor.tflops = anchor.gbps = NAN;
+    ctx.results->add(anchor);
+    return NAN;
+  }
+  anchor.ms = ms;
+  anchor.tflops = flops / (ms * 1e-3) / 1e12;
+  anchor.gbps = (static_cast<double>(in.host.valid_pairs) * bytes_per_pair) / (ms * 1e-3) / 1e9;
+  ctx.results->add(anchor);
+  return ms;
 }
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
@@ -77,41 +147,76 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
                                            r.tflops = flops / seconds / 1e12;
                                            r.gbps = (valid * kDimQk) / seconds / 1e9;  // gathered rows
                                          }));
-  if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
-
-  // The anchor on the same inputs, and both kernels' accuracy.
-  std::vector<uint16_t> ours_out;
-  std::vector<float> ours_lse, ours_max;
-  FP8DSA_RETURN_IF_ERROR(outputs.download(&ours_out, &ours_lse, &ours_max));
-  double anchor_ms = NAN;
-  std::vector<uint16_t> fm_out;
-  std::vector<float> fm_lse, fm_max;
-  ResultRow anchor = row;
-  anchor.shape += " baseline=flashmla_bf16";
-  anchor.kernel = "FlashMLA SM90 sparse prefill (BF16)";
-  const Status fm = run_flashmla(ctx, in, num_heads, &anchor_ms, &fm_out, &fm_lse, &fm_max);
-  if (!fm.is_ok()) {
-    anchor.note = fm.to_string();
-    ctx.results->add(anchor);
-    return Status::ok();
+  std::vector<std::pair<std::string, AnchorOutputs>> ours;  // (who, outputs) for the accuracy lines
+  const bool anchors = (num_heads == 64 || num_heads == 128) && (!ctx.flashmla.empty() || !ctx.q8kv8.empty());
+  if (anchors || !ctx.mla_qk_chains.empty()) {
+    ours.emplace_back("fp8dsa", AnchorOutputs{});
+    FP8DSA_RETURN_IF_ERROR(outputs.download(&ours[0].second.out, &ours[0].second.lse, &ours[0].second.max_logits));
   }
-  anchor.ms = anchor_ms;
-  anchor.tflops = flops / (anchor_ms * 1e-3) / 1e12;
-  anchor.gbps = (valid * kDimQk * 2) / (anchor_ms * 1e-3) / 1e9;
-  ctx.results->add(anchor);
-  ResultRow& ours = ctx.results->row(our_row);
-  ours.vs_anchor = anchor_ms / ours.ms;
+#if defined(FP8DSA_TUNING)
+  // The other QK^T chain counts on the same inputs (rows "qk_chains=N"), with their accuracy.
+  for (int chains : ctx.mla_qk_chains) {
+    if (chains == sparse_mla::kDefaultQkChains || num_heads < 32) continue;
+    ResultRow variant = row;
+    variant.shape += " qk_chains=" + std::to_string(chains);
+    variant.kernel += " qk_chains=" + std::to_string(chains);
+    const sparse_mla::Fp8Tuning tuning{chains, sparse_mla::SmallHeads::kDefault};
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla::launch_sparse_mla_fp8(p, tuning); },
+                                           variant, [&](double seconds, ResultRow& r) {
+                                             r.tflops = flops / seconds / 1e12;
+                                             r.gbps = (valid * kDimQk) / seconds / 1e9;
+                                           }));
+    ours.emplace_back("qk_chains=" + std::to_string(chains), AnchorOutputs{});
+    AnchorOutputs& o = ours.back().second;
+    FP8DSA_RETURN_IF_ERROR(outputs.download(&o.out, &o.lse, &o.max_logits));
+  }
+#endif
+  if (ours.empty()) return Status::ok();
+
+  // The anchors on the same inputs, and every kernel's accuracy.
+  const ResultRow ours_row = ctx.results->row(our_row);
+  AnchorOutputs fm, q8;
+  if (anchors) {
+    double fm_ms = NAN, q8_ms = NAN;
+    if (!ctx.flashmla.empty()) {
+      fm_ms = time_anchor(ctx, in, num_heads, ours_row, "flashmla_bf16", "FlashMLA SM90 sparse prefill (BF16)", flops,
+                          2.0 * kDimQk, run_flashmla, &fm);
+    }
+    if (!ctx.q8kv8.empty()) {
+      q8_ms = time_anchor(ctx, in, num_heads, ours_row, "q8kv8", "SGLang Q8KV8 SM90 sparse prefill (FP8)", flops,
+                          kDimQk, run_q8kv8, &q8);
+    }
+    ResultRow& r = ctx.results->row(our_row);
+    r.vs_anchor = fm_ms / r.ms;  // the CSV's one ratio column is FlashMLA's; both are printed here
+    std::printf("  same inputs %s: fp8dsa %.3f ms, FlashMLA BF16 %.3f ms (x%.3f), Q8KV8 %.3f ms (x%.3f)\n",
+                r.shape.c_str(), r.ms, fm_ms, fm_ms / r.ms, q8_ms, q8_ms / r.ms);
+  }
 
   tools::SampledMlaReference ref;
-  FP8DSA_RETURN_IF_ERROR(ref.build(tools::mla_params(in.host, num_heads), kMlaCheckEvery));
+  const bool unrounded = !in.host.q_unrounded.empty();
+  const SparseMlaParams problem = tools::mla_params(in.host, num_heads);
+  FP8DSA_RETURN_IF_ERROR(ref.build(problem, kMlaCheckEvery, unrounded ? in.host.q_unrounded.data() : nullptr,
+                                   problem.q_token_stride,  // q_unrounded holds the sampled tokens only
+                                   unrounded ? in.host.kv_unrounded.data() : nullptr));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
-  print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
-  print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
+  const auto report = [&](const std::string& who, const AnchorOutputs& o) {
+    if (o.out.empty()) return;
+    print_mla_accuracy(who.c_str(), row.shape, ref.check(o.out.data(), o.lse.data(), o.max_logits.data()));
+    if (unrounded) {
+      print_rounding_accuracy(who.c_str(), row.shape,
+                              ref.check_against_rounding(o.out.data(), o.lse.data(), o.max_logits.data()));
+    }
+  };
+  for (const auto& [who, o] : ours) report(who, o);
+  report("flashmla_bf16", fm);
+  report("q8kv8", q8);
   return Status::ok();
 }
 
-Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, MlaInputs* in) {
-  in->host = make_bench_workload(ctx, num_keys, score_std);
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& set, bool unrounded,
+                   MlaInputs* in) {
+  in->host = make_bench_workload(ctx, num_keys, set.score_std, set.values,
+                                 unrounded && set.values != tools::MlaValues::kZeros);
   FP8DSA_RETURN_IF_ERROR(upload(in->host.q, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->host.kv, &in->kv));
   return upload(in->host.indices, &in->indices);
@@ -123,14 +228,28 @@ Status run_sparse_mla_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys =
       ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 65536, 131072};
   const std::vector<int> heads = ctx.quick ? std::vector<int>{128, 64, 16} : std::vector<int>{128, 64, 32, 16};
+  const bool anchors = !ctx.flashmla.empty() || !ctx.q8kv8.empty();
+  for (const std::string& name : ctx.mla_data) {
+    bool known = false;
+    for (const MlaDataSet& set : kDataSets) known = known || name == set.label;
+    if (!known) return invalid_argument("sparse_mla bench: unknown input set '" + name + "'");
+  }
+  const auto wanted = [&](const MlaDataSet& set) {
+    if (ctx.mla_data.empty()) return true;
+    for (const std::string& name : ctx.mla_data) {
+      if (name == set.label) return true;
+    }
+    return false;
+  };
   for (int64_t n : keys) {
-    MlaInputs in;
-    FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 3.0, &in));
-    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, "realistic"));
-    if (n == 32768) {  // peaked attention at the floor's shape
-      MlaInputs peaked;
-      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 10.0, &peaked));
-      for (int h : {128, 64}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, peaked, h, "peaked"));
+    for (const MlaDataSet& set : kDataSets) {
+      const bool realistic = std::string(set.label) == "realistic";
+      if (!wanted(set) || (n != 32768 && !realistic)) continue;
+      MlaInputs in;
+      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set, anchors || !ctx.mla_qk_chains.empty(), &in));
+      for (int h : realistic ? heads : std::vector<int>{128, 64}) {
+        FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, set.label));
+      }
     }
   }
   return Status::ok();

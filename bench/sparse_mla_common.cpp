@@ -12,12 +12,6 @@ namespace fp8dsa::bench {
 namespace {
 
 template <typename T>
-bool write_file(const std::string& path, const std::vector<T>& v) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  return static_cast<bool>(f);
-}
-template <typename T>
 bool read_file(const std::string& path, std::vector<T>* v) {
   std::ifstream f(path, std::ios::binary);
   f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T)));
@@ -26,7 +20,8 @@ bool read_file(const std::string& path, std::vector<T>* v) {
 
 }  // namespace
 
-tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std) {
+tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
+                                       tools::MlaValues values, bool unrounded) {
   tools::MlaWorkloadSpec spec;  // sm_scale: 1 / sqrt(192), DeepSeek-V3.2 without the YaRN factor
   spec.num_tokens = kMlaTokens;
   spec.num_kv = num_keys;
@@ -34,6 +29,8 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
   spec.topk = kMlaTopk;
   spec.score_std = score_std;
   spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
+  spec.values = values;
+  spec.unrounded_every = unrounded ? kMlaCheckEvery : 0;
   return tools::make_mla_workload(spec);
 }
 
@@ -63,22 +60,34 @@ void print_mla_accuracy(const char* who, const std::string& shape, const tools::
               c.passed ? "" : "  (outside SPEC 6)");
 }
 
-Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double* ms, std::vector<uint16_t>* out,
-                       std::vector<float>* lse, std::vector<float>* max_logits) {
-  const std::string dir = ctx.anchor_dir + "/flashmla_io";
+namespace {
+
+struct AnchorFile {
+  std::string name;
+  const void* data;
+  size_t bytes;
+};
+
+// Runs `exe io` on the input files in ctx.anchor_dir/<prefix>_io, reads kernel_ms_median from its
+// output and its results from <prefix>_out.bf16, <prefix>_lse.f32 and <prefix>_maxlogits.f32.
+Status run_anchor_io(const BenchContext& ctx, const std::string& exe, const std::string& prefix,
+                     const std::vector<AnchorFile>& inputs, int64_t num_tokens, int64_t num_kv, int num_heads, int topk,
+                     float sm_scale, double* ms, std::vector<uint16_t>* out, std::vector<float>* lse,
+                     std::vector<float>* max_logits) {
+  const std::string dir = ctx.anchor_dir + "/" + prefix + "_io";
   if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
-  if (!write_file(dir + "/q.bf16", *in.q) || !write_file(dir + "/kv.bf16", *in.kv) ||
-      !write_file(dir + "/indices.i32", *in.indices)) {
-    return invalid_argument("cannot write the anchor's inputs to " + dir);
+  for (const AnchorFile& f : inputs) {
+    std::ofstream file(dir + "/" + f.name, std::ios::binary);
+    file.write(static_cast<const char*>(f.data), static_cast<std::streamsize>(f.bytes));
+    if (!file) return invalid_argument("cannot write the anchor's input " + dir + "/" + f.name);
   }
   std::remove((dir + "/topk_length.i32").c_str());
   std::remove((dir + "/attn_sink.f32").c_str());
   char cmd[1024];
   std::snprintf(cmd, sizeof(cmd),
                 "'%s' io --dir '%s' --T %lld --N %lld --h %d --topk %d --sm_scale %.9g --iters %d --no-check",
-                ctx.flashmla.c_str(), dir.c_str(), static_cast<long long>(in.num_tokens),
-                static_cast<long long>(in.num_kv), in.num_heads, in.topk, static_cast<double>(in.sm_scale),
-                std::max(ctx.timing.reps, 5));
+                exe.c_str(), dir.c_str(), static_cast<long long>(num_tokens), static_cast<long long>(num_kv),
+                num_heads, topk, static_cast<double>(sm_scale), std::max(ctx.timing.reps, 5));
   std::FILE* pipe = popen(cmd, "r");
   if (pipe == nullptr) return invalid_argument(std::string("cannot run ") + cmd);
   *ms = NAN;
@@ -88,16 +97,47 @@ Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double
     if (std::sscanf(line, "kernel_ms_median %lf", &v) == 1) *ms = v;
   }
   const int rc = pclose(pipe);
-  if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the FlashMLA anchor failed: ") + cmd);
-  const size_t rows = static_cast<size_t>(in.num_tokens) * in.num_heads;
+  if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the anchor failed: ") + cmd);
+  const size_t rows = static_cast<size_t>(num_tokens) * num_heads;
   out->resize(rows * 512);
   lse->resize(rows);
   max_logits->resize(rows);
-  if (!read_file(dir + "/flashmla_out.bf16", out) || !read_file(dir + "/flashmla_lse.f32", lse) ||
-      !read_file(dir + "/flashmla_maxlogits.f32", max_logits)) {
-    return invalid_argument("cannot read the FlashMLA anchor's outputs from " + dir);
+  if (!read_file(dir + "/" + prefix + "_out.bf16", out) || !read_file(dir + "/" + prefix + "_lse.f32", lse) ||
+      !read_file(dir + "/" + prefix + "_maxlogits.f32", max_logits)) {
+    return invalid_argument("cannot read the anchor's outputs from " + dir);
   }
   return Status::ok();
+}
+
+template <typename T>
+AnchorFile anchor_file(const char* name, const std::vector<T>& v) {
+  return AnchorFile{name, v.data(), v.size() * sizeof(T)};
+}
+
+}  // namespace
+
+Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double* ms, std::vector<uint16_t>* out,
+                       std::vector<float>* lse, std::vector<float>* max_logits) {
+  return run_anchor_io(ctx, ctx.flashmla, "flashmla",
+                       {anchor_file("q.bf16", *in.q), anchor_file("kv.bf16", *in.kv),
+                        anchor_file("indices.i32", *in.indices)},
+                       in.num_tokens, in.num_kv, in.num_heads, in.topk, in.sm_scale, ms, out, lse, max_logits);
+}
+
+Status run_q8kv8_io(const BenchContext& ctx, const Q8kv8Inputs& in, double* ms, std::vector<uint16_t>* out,
+                    std::vector<float>* lse, std::vector<float>* max_logits) {
+  return run_anchor_io(ctx, ctx.q8kv8, "q8kv8",
+                       {anchor_file("q.e4m3", *in.q), anchor_file("kv.e4m3", *in.kv),
+                        anchor_file("indices.i32", *in.indices)},
+                       in.num_tokens, in.num_kv, in.num_heads, in.topk, in.sm_scale, ms, out, lse, max_logits);
+}
+
+void print_rounding_accuracy(const char* who, const std::string& shape, const tools::RoundingCheck& c) {
+  std::printf("  rounding %-14s %s: out err %.2fx the rounding's (rel L2 %.2e vs %.2e)  cos %.6f  lse err %.2e "
+              "(limit %.2e, rounding %.2e)  max_logits err %.2e (limit %.2e)%s\n",
+              who, shape.c_str(), c.out_error_ratio, c.kernel.rel_l2, c.rounding_rel_l2, c.kernel.cosine,
+              c.kernel.max_lse_error, c.lse_limit, c.rounding_max_lse_error, c.kernel.max_max_logits_error,
+              c.max_logits_limit, c.passed ? "" : "  (outside SPEC 6)");
 }
 
 }  // namespace fp8dsa::bench

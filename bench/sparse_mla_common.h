@@ -27,9 +27,12 @@ inline constexpr int kMlaTopk = 2048;
 inline constexpr int kMlaMaxHeads = 128;
 inline constexpr int64_t kMlaCheckEvery = 64;
 
-// The realistic workload (tools/mla_workload.h) of that shape over num_keys rows, scores with
-// score_std across a token's keys; seeded by ctx.seed and num_keys.
-tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std);
+// The workload (tools/mla_workload.h) of that shape over num_keys rows, scores with score_std
+// across a token's keys, of the given values; seeded by ctx.seed and num_keys. unrounded: also keep
+// the values before rounding, for every kMlaCheckEvery-th token (SPEC 6's R0).
+tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
+                                       tools::MlaValues values = tools::MlaValues::kRealistic,
+                                       bool unrounded = false);
 
 // out [T, h, 512] bf16, lse and max_logits [T, h] f32 on the device.
 struct MlaOutputs {
@@ -54,7 +57,23 @@ struct FlashMlaInputs {
 Status run_flashmla_io(const BenchContext& ctx, const FlashMlaInputs& in, double* ms, std::vector<uint16_t>* out,
                        std::vector<float>* lse, std::vector<float>* max_logits);
 
+// SGLang's FP8 kernel (ctx.q8kv8) through its `io` mode on e4m3 inputs (unit scales): q [T, h, 576]
+// and kv [N, 576] packed, indices [T, topk].
+struct Q8kv8Inputs {
+  int64_t num_tokens, num_kv;
+  int num_heads, topk;
+  float sm_scale;
+  const std::vector<uint8_t>* q;
+  const std::vector<uint8_t>* kv;
+  const std::vector<int32_t>* indices;
+};
+
+Status run_q8kv8_io(const BenchContext& ctx, const Q8kv8Inputs& in, double* ms, std::vector<uint16_t>* out,
+                    std::vector<float>* lse, std::vector<float>* max_logits);
+
 // One kernel's accuracy line against the sampled f64 reference, as the sparse MLA benches print it.
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c);
+// The same kernel against the rounding of its inputs (SPEC 6, metrics.h: check_against_rounding).
+void print_rounding_accuracy(const char* who, const std::string& shape, const tools::RoundingCheck& c);
 
 }  // namespace fp8dsa::bench

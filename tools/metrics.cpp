@@ -279,4 +279,48 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
   return c;
 }
 
+RoundingCheck check_against_rounding(const SparseMlaOutputs& got, const std::vector<double>& ref_q_out,
+                                     const std::vector<double>& ref_q_lse, const std::vector<double>& ref_q_max_logits,
+                                     const std::vector<double>& ref_0_out, const std::vector<double>& ref_0_lse,
+                                     const std::vector<double>& ref_0_max_logits, int64_t num_tokens, int num_heads,
+                                     int d_v, const RoundingTolerance& tol) {
+  RoundingCheck c;
+  SparseMlaTolerance unbounded;  // the kernel's numbers against Rq, limits applied below
+  unbounded.max_rel_l2 = INFINITY;
+  unbounded.min_cosine = -1.0;
+  unbounded.max_lse_error = INFINITY;
+  unbounded.max_max_logits_error = INFINITY;
+  c.kernel = check_sparse_mla(got, ref_q_out, ref_q_lse, ref_q_max_logits, num_tokens, num_heads, d_v, unbounded);
+  double q_sq = 0.0, zero_sq = 0.0, diff_sq = 0.0;
+  for (size_t i = 0; i < ref_q_out.size(); ++i) {
+    q_sq += ref_q_out[i] * ref_q_out[i];
+    zero_sq += ref_0_out[i] * ref_0_out[i];
+    diff_sq += (ref_q_out[i] - ref_0_out[i]) * (ref_q_out[i] - ref_0_out[i]);
+  }
+  for (size_t i = 0; i < ref_q_lse.size(); ++i) {
+    if (!std::isfinite(ref_q_lse[i]) || !std::isfinite(ref_0_lse[i])) continue;  // no valid key
+    c.rounding_max_lse_error = std::max(c.rounding_max_lse_error, std::abs(ref_q_lse[i] - ref_0_lse[i]));
+    c.rounding_max_max_logits_error =
+        std::max(c.rounding_max_max_logits_error, std::abs(ref_q_max_logits[i] - ref_0_max_logits[i]));
+  }
+  c.rounding_rel_l2 = zero_sq > 0.0 ? std::sqrt(diff_sq / zero_sq) : 0.0;
+  const double kernel_err = c.kernel.rel_l2 * std::sqrt(q_sq);
+  c.out_error_ratio = diff_sq > 0.0 ? kernel_err / std::sqrt(diff_sq) : (kernel_err == 0.0 ? 0.0 : INFINITY);
+  c.lse_limit = tol.lse_fraction * c.rounding_max_lse_error + tol.lse_floor;
+  c.max_logits_limit = tol.lse_fraction * c.rounding_max_max_logits_error + tol.lse_floor;
+  c.passed = c.kernel.rel_l2 <= tol.max_rel_l2 && c.kernel.cosine >= tol.min_cosine &&
+             c.kernel.max_lse_error <= c.lse_limit && c.kernel.max_max_logits_error <= c.max_logits_limit &&
+             c.kernel.convention_mismatches == 0 && c.kernel.non_finite_out == 0;
+  std::ostringstream d;
+  d << "against the rounding of the inputs over " << num_tokens << " x " << num_heads << " rows: out rel L2 "
+    << c.kernel.rel_l2 << " (limit " << tol.max_rel_l2 << "; " << c.out_error_ratio << "x the rounding's "
+    << c.rounding_rel_l2 << "), cosine " << c.kernel.cosine << " (min "
+    << tol.min_cosine << "), max lse error " << c.kernel.max_lse_error << " (limit " << c.lse_limit
+    << ", rounding " << c.rounding_max_lse_error << "), max max_logits error " << c.kernel.max_max_logits_error
+    << " (limit " << c.max_logits_limit << ", rounding " << c.rounding_max_max_logits_error << "), "
+    << c.kernel.convention_mismatches << " convention mismatches, " << c.kernel.non_finite_out << " non-finite";
+  c.description = d.str();
+  return c;
+}
+
 }  // namespace fp8dsa::tools

@@ -97,6 +97,24 @@ void query_row(const MlaWorkloadSpec& s, const Factors& f, int64_t t, int h, flo
   }
 }
 
+// Row (t, h)'s query before quantisation and scaling, by the spec's kind of values.
+void unscaled_query_row(const MlaWorkloadSpec& s, const Factors& f, int64_t t, int h, float* out) {
+  if (s.values == MlaValues::kRealistic) return query_row(s, f, t, h, out);
+  const uint64_t row = static_cast<uint64_t>(t * s.num_heads + h);
+  for (int d = 0; d < kDqk; ++d) {
+    out[d] = s.values == MlaValues::kZeros ? 0.0f : normal(s.seed, kQueryNoise, row * kDqk + static_cast<uint64_t>(d));
+  }
+}
+
+// Column d of kv row j before quantisation.
+float kv_value(const MlaWorkloadSpec& s, const Factors& f, int64_t j, int d) {
+  if (s.values == MlaValues::kZeros) return 0.0f;
+  const float noise = normal(s.seed, kKeyNoise, static_cast<uint64_t>(j * kDqk + d));
+  if (s.values == MlaValues::kRandom) return noise;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(f.rank));
+  return 0.8f * scale * dot(f.mixing.data() + d * f.rank, f.key.data() + j * f.rank, f.rank) + 0.6f * noise;
+}
+
 struct RowStats {
   double std = 0.0, mean = 0.0, max_prob = 0.0;
 };
@@ -142,23 +160,35 @@ std::string MlaWorkload::describe() const {
   return buf;
 }
 
+const char* mla_values_name(MlaValues values) {
+  switch (values) {
+    case MlaValues::kRealistic: return "realistic";
+    case MlaValues::kRandom: return "random";
+    case MlaValues::kZeros: return "zeros";
+  }
+  return "?";
+}
+
 MlaWorkload make_mla_workload(const MlaWorkloadSpec& s) {
   if (s.num_tokens < 1 || s.num_kv < s.num_tokens || s.num_heads < 1 || s.topk < 1 || s.rank < 1 ||
-      !(s.score_std > 0.0) || !(s.sm_scale > 0.0f)) {
-    throw std::invalid_argument("make_mla_workload: need 1 <= T <= N, h, topk, rank >= 1, score_std and sm_scale > 0");
+      !(s.score_std > 0.0) || !(s.sm_scale > 0.0f) || s.unrounded_every < 0) {
+    throw std::invalid_argument(
+        "make_mla_workload: need 1 <= T <= N, h, topk, rank >= 1, score_std and sm_scale > 0, unrounded_every >= 0");
   }
+  const int64_t every = s.unrounded_every;
   const Factors f = make_factors(s);
   MlaWorkload w;
   w.spec = s;
   const int r = f.rank;
 
   w.kv.resize(static_cast<size_t>(s.num_kv) * kDqk);
+  if (every > 0) w.kv_unrounded.resize(w.kv.size());
   parallel_for(0, s.num_kv, [&](int64_t j) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(r));
     for (int d = 0; d < kDqk; ++d) {
-      const float x = 0.8f * scale * dot(f.mixing.data() + d * r, f.key.data() + j * r, r) +
-                      0.6f * normal(s.seed, kKeyNoise, static_cast<uint64_t>(j * kDqk + d));
-      w.kv[static_cast<size_t>(j * kDqk + d)] = float_to_e4m3(x);
+      const float x = kv_value(s, f, j, d);
+      const size_t i = static_cast<size_t>(j * kDqk + d);
+      w.kv[i] = float_to_e4m3(x);
+      if (every > 0) w.kv_unrounded[i] = x;
     }
   });
   w.indices.resize(static_cast<size_t>(s.num_tokens) * s.topk);
@@ -175,15 +205,23 @@ MlaWorkload make_mla_workload(const MlaWorkloadSpec& s) {
   double std_at_unit = 0.0;
   for (const auto& [t, h] : sample) {
     std::vector<float> q(kDqk);
-    query_row(s, f, t, h, q.data());
+    unscaled_query_row(s, f, t, h, q.data());
     std_at_unit += row_stats(s, w.kv, w.indices, t, q.data()).std / kSampleRows;
   }
-  const float q_scale = static_cast<float>(s.score_std / std_at_unit);
+  const float q_scale = std_at_unit > 0.0 ? static_cast<float>(s.score_std / std_at_unit) : 0.0f;  // 0: zeros
   w.q.resize(static_cast<size_t>(s.num_tokens) * s.num_heads * kDqk);
+  if (every > 0) w.q_unrounded.resize(static_cast<size_t>((s.num_tokens + every - 1) / every) * s.num_heads * kDqk);
   parallel_for(0, s.num_tokens * s.num_heads, [&](int64_t th) {
     std::vector<float> q(kDqk);
-    query_row(s, f, th / s.num_heads, static_cast<int>(th % s.num_heads), q.data());
-    for (int d = 0; d < kDqk; ++d) w.q[static_cast<size_t>(th * kDqk + d)] = float_to_e4m3(q_scale * q[d]);
+    const int64_t t = th / s.num_heads;
+    unscaled_query_row(s, f, t, static_cast<int>(th % s.num_heads), q.data());
+    for (int d = 0; d < kDqk; ++d) {
+      const float x = q_scale * q[d];
+      w.q[static_cast<size_t>(th * kDqk + d)] = float_to_e4m3(x);
+      if (every > 0 && t % every == 0) {
+        w.q_unrounded[static_cast<size_t>(((t / every) * s.num_heads + th % s.num_heads) * kDqk + d)] = x;
+      }
+    }
   });
 
   for (const auto& [t, h] : sample) {

@@ -20,6 +20,15 @@
 
 namespace fp8dsa::tools {
 
+// What the q and kv values are made of (the selections are the same for all three).
+enum class MlaValues {
+  kRealistic,  // low-rank factors shared with the selection: scores descend with the selection order
+  kRandom,     // iid normal q and kv: scores unrelated to the selection order (score_std sets q's scale)
+  kZeros,      // all-zero q and kv (flat attention; score_std is not used)
+};
+
+const char* mla_values_name(MlaValues values);  // "realistic", "random", "zeros"
+
 struct MlaWorkloadSpec {
   int64_t num_tokens = 4096;  // T; token t sits at cache row num_kv - num_tokens + t
   int64_t num_kv = 32768;     // N >= T
@@ -31,6 +40,10 @@ struct MlaWorkloadSpec {
   int local_window = 128;        // recent keys with a selection bonus
   double drift = 0.03;           // step of the token factor's random walk (|v| = 1)
   uint64_t seed = 1;
+  MlaValues values = MlaValues::kRealistic;
+  // > 0: also keep the values before their e4m3 rounding (MlaWorkload::q_unrounded, kv_unrounded),
+  // q for the tokens t % unrounded_every == 0 only: the f64 reference on them is SPEC 6's R0.
+  int64_t unrounded_every = 0;
 };
 
 struct MlaWorkload {
@@ -38,6 +51,9 @@ struct MlaWorkload {
   std::vector<uint8_t> q;        // [T, h, 576] e4m3, packed
   std::vector<uint8_t> kv;       // [N, 576] e4m3, packed
   std::vector<int32_t> indices;  // [T, topk] absolute rows, descending relevance, -1 padding
+  // With spec.unrounded_every = e > 0, the f32 values that q and kv round (e4m3, RNE, saturating):
+  std::vector<float> q_unrounded;   // [ceil(T / e), h, 576]: token t = i * e
+  std::vector<float> kv_unrounded;  // [N, 576]
   int64_t valid_pairs = 0;       // selected (token, key) pairs
   // Measured on a sample of (token, head) rows, in f64 on the e4m3 values:
   double score_std = 0.0;        // mean over rows of the std of s across the selected keys

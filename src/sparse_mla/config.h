@@ -46,6 +46,11 @@ struct Heads64Config : MlaShape {
   static constexpr int kDvBlocksPerValueGroup = kDvPerValueGroup / 64;
   static constexpr int kNumKStages = 5;  // gathered tiles in flight
   static constexpr int kNumPSlots = 2;   // the score group runs up to this many tiles ahead
+  // The rescale factors go out ahead of P, as soon as the tile's row maxima are known, into a ring
+  // of their own: the value groups rescale O^T while they wait for P (every tile, whatever the data).
+  // The score group writes tile t's slot after it has seen P(t - 1)'s slot released, i.e. the value
+  // groups past tile t - 1 - kNumPSlots, the slot's previous tile at the latest.
+  static constexpr int kNumAlphaSlots = 4;
   static constexpr int kThreads = 128 * (1 + kNumValueGroups);
   // setmaxnreg moves registers within the CTA's pool: kEntryRegs per thread (the
   // __launch_bounds__(kThreads, 1) cap), not the SM's 65536. The value groups hold O^T (128) and one
@@ -64,9 +69,12 @@ struct Heads64Config : MlaShape {
   static constexpr uint32_t kAlphaOffset = kPOffset + kNumPSlots * kPSlotBytes;   // [slot][64] f32
   static constexpr uint32_t kFlagOffset = kAlphaOffset + kNumPSlots * kHeads * 4;  // [slot][4 warps] u32
   static constexpr uint32_t kOutScaleOffset = kFlagOffset + kNumPSlots * 16;      // [64] f32
-  static constexpr uint32_t kBarrierOffset = kOutScaleOffset + kHeads * 4;
-  // full[kNumKStages], p_full[kNumPSlots], p_empty[kNumPSlots], q_full
-  static constexpr uint32_t kNumBarriers = kNumKStages + 2 * kNumPSlots + 1;
+  static constexpr uint32_t kEarlyAlphaOffset = kOutScaleOffset + kHeads * 4;     // [alpha slot][64] f32
+  static constexpr uint32_t kBarrierOffset = kEarlyAlphaOffset + kNumAlphaSlots * kHeads * 4;
+  // full[kNumKStages], p_full[kNumPSlots], p_empty[kNumPSlots], q_full (ScoreValueBarriers), then
+  // alpha_full[kNumAlphaSlots]
+  static constexpr uint32_t kNumSharedBarriers = kNumKStages + 2 * kNumPSlots + 1;
+  static constexpr uint32_t kNumBarriers = kNumSharedBarriers + kNumAlphaSlots;
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;  // room to align the base to 1024
 
@@ -80,6 +88,7 @@ struct Heads64Config : MlaShape {
                 "setmaxnreg split must fit the registers the CTA is launched with");
   static_assert(kScoreRegs % 8 == 0 && kValueRegs % 8 == 0, "setmaxnreg takes multiples of 8");
   static_assert(kNumKStages >= 2 && kNumPSlots >= 2, "the gather and the scores run ahead of P.V");
+  static_assert(kNumAlphaSlots >= kNumPSlots + 2, "an alpha slot is reused only after its tile's P.V");
 };
 
 // Named barrier ids of the 64-head kernel (0 is __syncthreads).

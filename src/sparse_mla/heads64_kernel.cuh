@@ -2,11 +2,12 @@
 // e4m3 tensor cores (SASS QGMMA). Roles and shared-memory plan: config.h (Heads64Config).
 //
 // Per 64-key tile t:
-//   value groups (w = 0, 1): V^T fragments of t from the gathered rows -> wait for P(t) -> rescale
-//     O^T if the tile moved a reference max -> O^T += V^T P^T -> release the P slot -> refill their
-//     share of t's K stage with tile t + kNumKStages;
-//   score group: wait for tile t -> S = Q K^T (QK^T chains) -> mask invalid keys -> online softmax
-//     of all 64 heads -> P(t), the rescale factors and flags into P slot t % kNumPSlots.
+//   value groups (w = 0, 1): V^T fragments of t from the gathered rows -> wait for the rescale
+//     factors of t -> O^T *= them (every tile) -> wait for P(t) -> O^T += V^T P^T -> release the P
+//     slot -> refill their share of t's K stage with tile t + kNumKStages;
+//   score group: wait for tile t -> S = Q K^T (QK^T chains) -> mask invalid keys -> the row maxima
+//     and the rescale factors of all 64 heads, published at once (alpha slot t % kNumAlphaSlots) ->
+//     the rest of the online softmax -> P(t) into P slot t % kNumPSlots.
 // The score group runs up to kNumPSlots tiles ahead of the value groups, so its softmax overlaps
 // their P.V and its QK^T of the next tile their refill.
 #pragma once
@@ -45,7 +46,8 @@ using Barriers = ScoreValueBarriers<C>;
 // every chain is complete at the loop edge (a wgmma in flight across it serialises all of them).
 template <int kQkChains>
 __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
-                                            int64_t token, int head_block, int length, int num_tiles, int thread) {
+                                            uint64_t* alpha_full, int64_t token, int head_block, int length,
+                                            int num_tiles, int thread) {
   using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
   // Chains of the next tile issued before the softmax of this one: 2 (measured against 0, bench/RESULTS.md);
   // more would not fit the score group's registers beside the current scores.
@@ -79,9 +81,17 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
     uint32_t pf[2][4];
     float alpha[2];
+    // The tile's rescale factors, published before its exponentials (every lane of a quad stores the
+    // same value: no lane test).
+    const auto publish_alpha = [&](const float (&a)[2]) {
+      float* early = reinterpret_cast<float*>(smem_ptr + C::kEarlyAlphaOffset) + (tile % C::kNumAlphaSlots) * C::kHeads;
+      early[row_lo] = a[0];
+      early[row_lo + 8] = a[1];
+      hopper::mbarrier_arrive(&alpha_full[tile % C::kNumAlphaSlots]);
+    };
     softmax_tile<true>(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
                        __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane, scale_log2, pf, alpha,
-                       thread_max, m_bound, m_ref, sum_f32, sum_e4m3);
+                       thread_max, m_bound, m_ref, sum_f32, sum_e4m3, publish_alpha);
     const int slot = tile % C::kNumPSlots;
     if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
     publish_p<C>(smem, smem_ptr, slot, warp, lane, row_lo, pf, alpha);
@@ -122,7 +132,8 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
 // Value group w (warpgroups 1 and 2).
 template <int w>
 __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
-                                            int64_t token, int head_block, int length, int num_tiles, int thread) {
+                                            uint64_t* alpha_full, int64_t token, int head_block, int length,
+                                            int num_tiles, int thread) {
   const int warp = thread / 32, lane = thread % 32;
   const int row_in_pass = thread / kGatherThreadsPerRow;
   const int column = 16 * (thread % kGatherThreadsPerRow);
@@ -172,7 +183,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
   load_indices(next, C::kNumKStages);  // the first refill's rows
 
   const ValueLoads loads = value_loads(w, thread);
-  const float* alpha_buf = reinterpret_cast<const float*>(smem_ptr + C::kAlphaOffset);
+  const float* alpha_buf = reinterpret_cast<const float*>(smem_ptr + C::kEarlyAlphaOffset);
   float o[4][32];
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb)
@@ -185,12 +196,14 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     wait_barrier(&bars.full[stage], (tile / C::kNumKStages) & 1);
     uint32_t frag[4][4];
     load_value_fragments(frag, k_tile, loads, 0);
+    // Every tile, while P is still being computed: a rescale only on the tiles that move a
+    // reference max made the kernel's time depend on the data (9% slower on scores that do not
+    // follow the selection order), and interleaving the multiplies with the wgmmas makes ptxas
+    // serialise every wgmma of the kernel (C7518).
+    const int alpha_slot = tile % C::kNumAlphaSlots;
+    wait_barrier(&alpha_full[alpha_slot], (tile / C::kNumAlphaSlots) & 1);
+    rescale_value_accumulators(o, alpha_buf + alpha_slot * C::kHeads, lane);
     wait_barrier(&bars.p_full[slot], (tile / C::kNumPSlots) & 1);
-    uint32_t flags[4];
-    hopper::lds128(flags, smem + C::kFlagOffset + slot * 16);
-    if ((flags[0] | flags[1] | flags[2] | flags[3]) != 0u) {
-      rescale_value_accumulators(o, alpha_buf + slot * C::kHeads, lane);
-    }
     const uint64_t desc_p =
         hopper::kmajor_descriptor(smem + C::kPOffset + slot * C::kPSlotBytes, Swizzle::k64B, C::kHeads, 0);
     value_mma_step(o, frag, desc_p, desc_p);
@@ -242,7 +255,11 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
   extern __shared__ uint8_t smem_raw[];
   const SmemBase base = aligned_smem_base(smem_raw);
   const heads64::Barriers bars = heads64::Barriers::at(base.ptr);
-  if (threadIdx.x == 0) bars.init();
+  uint64_t* alpha_full = reinterpret_cast<uint64_t*>(base.ptr + C::kBarrierOffset) + C::kNumSharedBarriers;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kNumAlphaSlots; ++s) hopper::mbarrier_init(&alpha_full[s], 128);
+    bars.init();  // its init fence covers alpha_full too
+  }
   __syncthreads();
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
@@ -251,7 +268,7 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
     hopper::warpgroup_reg_dealloc<C::kScoreRegs>();
     const int64_t token = blockIdx.x / p.head_blocks;
     const int length = token_length(p, token);
-    heads64::score_group<kQkChains>(p, base.address, base.ptr, bars, token,
+    heads64::score_group<kQkChains>(p, base.address, base.ptr, bars, alpha_full, token,
                                     static_cast<int>(blockIdx.x % p.head_blocks), length, tile_count(length),
                                     thread);
   } else {
@@ -260,9 +277,11 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
     const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
     const int length = token_length(p, token);
     if (wg == 1) {
-      heads64::value_group<0>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+      heads64::value_group<0>(p, base.address, base.ptr, bars, alpha_full, token, head_block, length,
+                              tile_count(length), thread);
     } else {
-      heads64::value_group<1>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+      heads64::value_group<1>(p, base.address, base.ptr, bars, alpha_full, token, head_block, length,
+                              tile_count(length), thread);
     }
   }
 }

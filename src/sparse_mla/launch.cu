@@ -64,8 +64,9 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
                                     : tuning.small_heads == SmallHeads::kDefault  ? transposed_by_default(r.num_heads)
                                                                                   : false);
   if ((transposed || v32) && tuning.qk_chains != kDefaultQkChains) {
-    return invalid_argument("sparse_mla fp8: the h < 64 and the V3.2-row kernels are built for qk_chains " +
-                            std::to_string(kDefaultQkChains) + " only");
+    return invalid_argument("sparse_mla fp8: the h < 64 and the V3.2-row kernels take no qk_chains choice (their "
+                            "chains are fixed; qk_chains must stay at the default " +
+                            std::to_string(kDefaultQkChains) + ")");
   }
   if (v32 && !is_instantiated_v32_q_terms(tuning.v32_q_terms)) {
     return invalid_argument("sparse_mla fp8: the V3.2-row kernel takes 1 or 2 e4m3 terms of q (v32_q_terms " +

@@ -11,9 +11,19 @@
 namespace fp8dsa::sparse_mla {
 
 // QK^T runs as this many wgmma chains added in f32 (score_gemm.cuh): the tradeoff between score
-// accuracy (lse, max_logits) and speed. Instantiated: kQkChainChoices.
-constexpr int kDefaultQkChains = 9;
-constexpr int kQkChainChoices[] = {6, 9, 18};
+// accuracy (lse, max_logits) and speed. 5 chains (promoted every 4 k-steps, 128 elements) keep lse
+// within SPEC 6's bound against the rounding of the inputs at 0.27x of it or less and run 8% faster
+// than 9; 1 chain (no promotion) is 6% slower still and 3x outside it (bench/RESULTS.md).
+// Instantiated: kQkChainChoices (the default alone unless the build has FP8DSA_TUNING; the
+// heads64_qk_chains<n>.cu files must match).
+constexpr int kDefaultQkChains = 5;
+// The transposed small-head kernel's own count (not a tuning choice).
+constexpr int kSmallHeadsQkChains = 9;
+#if defined(FP8DSA_TUNING)
+constexpr int kQkChainChoices[] = {1, 5, 9, 18};
+#else
+constexpr int kQkChainChoices[] = {kDefaultQkChains};
+#endif
 constexpr bool is_instantiated_qk_chains(int qk_chains) {
   for (int c : kQkChainChoices)
     if (c == qk_chains) return true;

@@ -157,16 +157,20 @@ Status sparse_mla_cpu_unguarded(const SparseMlaParams& params) {
   });
 }
 
-Status sparse_mla_cpu_f64_unguarded(const SparseMlaParams& params, std::vector<double>* out,
-                                    std::vector<double>* lse, std::vector<double>* max_logits,
-                                    SparseMlaScoreSpread* spread) {
-  // The f32/bf16 outputs are not used here; stand in dummies so that validate() checks the rest.
+// params validated with stand-ins for the outputs the f64 forms do not write, resolved.
+Status validated_for_f64(const SparseMlaParams& params, SparseMlaParams* resolved) {
   alignas(256) static float unused_output[1];
   SparseMlaParams checked = params;
   if (checked.out == nullptr) checked.out = unused_output;
   if (checked.lse == nullptr) checked.lse = unused_output;
   FP8DSA_RETURN_IF_ERROR(validate(checked));
-  const SparseMlaParams p = checked.resolved();
+  *resolved = checked.resolved();
+  return Status::ok();
+}
+
+// p: resolved; the compute() results into the f64 vectors (each may be null).
+Status compute_f64(const SparseMlaParams& p, std::vector<double>* out, std::vector<double>* lse,
+                   std::vector<double>* max_logits, SparseMlaScoreSpread* spread) {
   const size_t rows = static_cast<size_t>(p.num_tokens * p.num_heads);
   const size_t d_v = static_cast<size_t>(p.d_v);
   if (out != nullptr) out->assign(rows * d_v, 0.0);
@@ -188,6 +192,34 @@ Status sparse_mla_cpu_f64_unguarded(const SparseMlaParams& params, std::vector<d
   });
 }
 
+Status sparse_mla_cpu_f64_unguarded(const SparseMlaParams& params, std::vector<double>* out,
+                                    std::vector<double>* lse, std::vector<double>* max_logits,
+                                    SparseMlaScoreSpread* spread) {
+  SparseMlaParams p;
+  FP8DSA_RETURN_IF_ERROR(validated_for_f64(params, &p));
+  return compute_f64(p, out, lse, max_logits, spread);
+}
+
+Status sparse_mla_cpu_f64_unrounded_unguarded(const SparseMlaParams& params, const float* q_unrounded,
+                                              const float* kv_unrounded, std::vector<double>* out,
+                                              std::vector<double>* lse, std::vector<double>* max_logits) {
+  SparseMlaParams p;
+  FP8DSA_RETURN_IF_ERROR(validated_for_f64(params, &p));
+  if (q_unrounded == nullptr || kv_unrounded == nullptr) {
+    return invalid_argument(std::string(kOp) + ": the unrounded q and kv must not be null");
+  }
+  // The same problem over f32 values: q in q's element layout, kv rows of d_qk f32, no scales.
+  p.q = q_unrounded;
+  p.q_dtype = DType::kF32;
+  p.q_scale = 1.0f;
+  p.kv = kv_unrounded;
+  p.kv_dtype = DType::kF32;
+  p.kv_format = KvFormat::kE4m3;
+  p.kv_row_stride = p.d_qk * static_cast<int64_t>(sizeof(float));
+  p.kv_scale = 1.0f;
+  return compute_f64(p, out, lse, max_logits, nullptr);
+}
+
 }  // namespace
 
 Status sparse_mla_cpu(const SparseMlaParams& params) {
@@ -199,6 +231,14 @@ Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* ou
                           SparseMlaScoreSpread* spread) {
   return detail::no_throw(kOp, [&] {
     return sparse_mla_cpu_f64_unguarded(params, out, lse, max_logits, spread);
+  });
+}
+
+Status sparse_mla_cpu_f64_unrounded(const SparseMlaParams& params, const float* q_unrounded,
+                                    const float* kv_unrounded, std::vector<double>* out,
+                                    std::vector<double>* lse, std::vector<double>* max_logits) {
+  return detail::no_throw(kOp, [&] {
+    return sparse_mla_cpu_f64_unrounded_unguarded(params, q_unrounded, kv_unrounded, out, lse, max_logits);
   });
 }
 

@@ -29,4 +29,13 @@ Status sparse_mla_cpu_f64(const SparseMlaParams& params, std::vector<double>* ou
                           std::vector<double>* lse, std::vector<double>* max_logits,
                           SparseMlaScoreSpread* spread = nullptr);
 
+// The same f64 computation on the values *before* their rounding to the kernel's input format
+// (SPEC 6's R0): params is the rounded problem (validated as it is; its index selection, lengths,
+// sm_scale and sink are used), q_unrounded holds the true query values in params' q layout (its
+// element strides, q_scale folded in) and kv_unrounded the true rows packed [N, d_qk] (kv_scale
+// folded in). The results are what the kernel would give with no input rounding at all.
+Status sparse_mla_cpu_f64_unrounded(const SparseMlaParams& params, const float* q_unrounded,
+                                    const float* kv_unrounded, std::vector<double>* out,
+                                    std::vector<double>* lse, std::vector<double>* max_logits);
+
 }  // namespace fp8dsa::reference

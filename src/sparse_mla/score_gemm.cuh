@@ -43,12 +43,19 @@ __device__ __forceinline__ void issue_qk(float (&acc)[S::kAccRegs], uint64_t des
 }
 
 // Issues chain c of kQkChains into acc as one committed wgmma group.
+// Chains take ceil(18 / kQkChains) k-steps each, the last one what is left (5 chains: 4, 4, 4, 4, 2:
+// DeepSeek-V3's promotion every 128 elements).
+template <int kQkChains>
+constexpr int kQkStepsPerChain = (MlaShape::kQkSteps + kQkChains - 1) / kQkChains;
+
 template <class S, int kQkChains, int c>
 __device__ __forceinline__ void issue_qk_chain(float (&acc)[S::kAccRegs], uint64_t desc_a, uint64_t desc_b) {
-  constexpr int kSteps = MlaShape::kQkSteps / kQkChains;
+  constexpr int kSteps = kQkStepsPerChain<kQkChains>;
+  constexpr int kFirst = c * kSteps;
+  constexpr int kCount = kFirst + kSteps <= MlaShape::kQkSteps ? kSteps : MlaShape::kQkSteps - kFirst;
   hopper::wgmma_fence_operands(acc);
   hopper::wgmma_fence();
-  issue_qk<S, c * kSteps, kSteps>(acc, desc_a, desc_b);
+  issue_qk<S, kFirst, kCount>(acc, desc_a, desc_b);
   hopper::wgmma_commit_group();
 }
 
@@ -76,7 +83,8 @@ constexpr int kStartedQkChains = kQkChains < 3 ? kQkChains : 3;
 template <class S, int kQkChains, int kStart = kStartedQkChains<kQkChains>>
 __device__ __forceinline__ void start_qk_chains(float (&s)[S::kAccRegs], float (&part)[2][S::kAccRegs],
                                                 uint64_t desc_a, uint64_t desc_b) {
-  static_assert(MlaShape::kQkSteps % kQkChains == 0, "QK^T chains split the 18 k-steps evenly");
+  static_assert(kQkChains >= 1 && (kQkChains - 1) * kQkStepsPerChain<kQkChains> < MlaShape::kQkSteps,
+                "every QK^T chain has at least one k-step");
   static_assert(kStart >= 1 && kStart <= kStartedQkChains<kQkChains>, "chains 0..2 at most go ahead");
   issue_qk_chain<S, kQkChains, 0>(s, desc_a, desc_b);
   if constexpr (kStart > 1) issue_qk_chain<S, kQkChains, 1>(part[0], desc_a, desc_b);

@@ -29,12 +29,18 @@ namespace fp8dsa::sparse_mla {
 
 // One tile: the keys the ballots mark invalid (bit l of valid_even / valid_odd: key 2l / 2l + 1)
 // masked, the lazily rescaled online softmax, P as e4m3 A-fragment words in pf (key_order.h) and
-// each row half's rescale factor in alpha.
-template <bool kSumQuantised>
+// each row half's rescale factor in alpha. on_alpha(alpha) runs as soon as the factors are known,
+// before the exponentials (to publish them ahead of P).
+struct NoAlphaHook {
+  __device__ __forceinline__ void operator()(const float (&)[2]) const {}
+};
+
+template <bool kSumQuantised, class OnAlpha = NoAlphaHook>
 __device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even, uint32_t valid_odd, int lane,
                                              float scale_log2, uint32_t (&pf)[2][4], float (&alpha)[2],
                                              float (&thread_max)[2], float (&m_bound)[2], float (&m_ref)[2],
-                                             float (&sum_f32)[2], float (&sum_e4m3)[2]) {
+                                             float (&sum_f32)[2], float (&sum_e4m3)[2],
+                                             const OnAlpha& on_alpha = OnAlpha{}) {
   if ((valid_even & valid_odd) != 0xffffffffu) {  // warp-uniform; most tiles are all valid
     const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
 #pragma unroll
@@ -52,6 +58,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even
     thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
     alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
   }
+  on_alpha(alpha);
 #pragma unroll
   for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
   p_fragment(pf[0], s, 0);

@@ -9,7 +9,7 @@ namespace fp8dsa::sparse_mla {
 template <>
 Status launch_small_heads<16>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
   using SC = SmallHeadsConfig<16>;
-  return launch_warp_specialised(sparse_mla_small_heads_kernel<16, kDefaultQkChains>, SC::kSmemAlloc, SC::kThreads,
+  return launch_warp_specialised(sparse_mla_small_heads_kernel<16, kSmallHeadsQkChains>, SC::kSmemAlloc, SC::kThreads,
                                  SC::kEntryRegs, "sparse_mla_small_heads_kernel<16>", args, blocks, stream);
 }
 

@@ -9,7 +9,7 @@ namespace fp8dsa::sparse_mla {
 template <>
 Status launch_small_heads<8>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
   using SC = SmallHeadsConfig<8>;
-  return launch_warp_specialised(sparse_mla_small_heads_kernel<8, kDefaultQkChains>, SC::kSmemAlloc, SC::kThreads,
+  return launch_warp_specialised(sparse_mla_small_heads_kernel<8, kSmallHeadsQkChains>, SC::kSmemAlloc, SC::kThreads,
                                  SC::kEntryRegs, "sparse_mla_small_heads_kernel<8>", args, blocks, stream);
 }
 

@@ -67,7 +67,7 @@ std::string MlaCase::name() const {
   return "N=" + std::to_string(num_kv) + " topk=" + std::to_string(topk) + " h=" + std::to_string(num_heads) +
          " T=" + std::to_string(num_tokens) + (topk_length ? " +topk_length" : "") + (sink ? " +sink" : "") +
          (padded_strides ? " +strides" : "") + (distinct ? "" : " +duplicates") + (max_logits ? "" : " -max_logits") +
-         (score_std > 0.0 ? " realistic std=" + std::to_string(score_std).substr(0, 4) : "") +
+         (score_std > 0.0 ? std::string(" ") + tools::mla_values_name(values) + " std=" + std::to_string(score_std).substr(0, 4) : "") +
          (kv_format == KvFormat::kE4m3 ? "" : std::string(" kv=") + kv_format_name(kv_format)) +
          " kernel=" + sparse_mla_kernel_name(kernel);
 }
@@ -108,7 +108,14 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     spec.sm_scale = p.sm_scale * p.q_scale * p.kv_scale;
     spec.score_std = c.score_std;
     spec.seed = seed;
+    spec.values = c.values;
+    const bool keep_unrounded = !v32 && c.q_scale == 1.0f && c.kv_scale == 1.0f;
+    spec.unrounded_every = keep_unrounded ? 1 : 0;
     tools::MlaWorkload w = tools::make_mla_workload(spec);
+    if (keep_unrounded) {
+      pr->q_unrounded = strided_q(w.q_unrounded, p, std::numeric_limits<float>::quiet_NaN());
+      pr->kv_unrounded = std::move(w.kv_unrounded);
+    }
     pr->workload = w.describe();
     if (v32) {
       const tools::V32Workload v = tools::make_v32_workload(w, seed + 5);

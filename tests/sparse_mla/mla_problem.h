@@ -10,6 +10,7 @@
 #include "common/gpu_test.h"
 #include "common/rerun.h"
 #include "fp8dsa/sparse_mla.h"
+#include "tools/mla_workload.h"
 
 namespace fp8dsa::mla_test {
 
@@ -33,6 +34,7 @@ struct MlaCase {
   // between neighbouring tokens, scores with this std across keys; needs N >= T) instead of uniform
   // q / kv and random indices. q_range, distinct and invalid_fraction then do not apply.
   double score_std = 0.0;
+  tools::MlaValues values = tools::MlaValues::kRealistic;  // with score_std > 0: what q and kv are made of
   SparseMlaKernel kernel = SparseMlaKernel::kFp8;
   // kDeepSeekV32: bf16 q and 656-byte rows whose nope blocks have scales spread over 8x (some zero),
   // from the same kinds of values (the realistic path: tools::make_v32_workload).
@@ -46,6 +48,9 @@ struct MlaCase {
 struct MlaProblem {
   std::string workload;  // the realistic inputs' measured statistics (MlaCase::score_std > 0)
   std::vector<uint8_t> q, kv;  // q: e4m3 or bf16 bytes (kv_format)
+  // The workload's values before their e4m3 rounding (q in q's layout, kv packed [N, 576]), kept for
+  // the e4m3 row format with unit scales and score_std > 0: SPEC 6's R0. Empty otherwise.
+  std::vector<float> q_unrounded, kv_unrounded;
   std::vector<int32_t> indices, topk_length;
   std::vector<float> sink;
   SparseMlaParams host, device;

@@ -23,6 +23,9 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
   EXPECT_EQ(sparse_mla_route(p), SparseMlaKernel::kReference);
 }
 
+// A QK^T chain count other than the default (instantiated in FP8DSA_TUNING builds only).
+int other_qk_chains() { return sparse_mla::kDefaultQkChains == 9 ? 18 : 9; }
+
 // Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
 // call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated, and
 // a non-default one for the transposed small-head kernel (built for the default only).
@@ -49,13 +52,19 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
     ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
     const Status s = sparse_mla::launch_sparse_mla_fp8(p, {4, sparse_mla::SmallHeads::kDefault});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find("qk_chains 4 is not instantiated (6, 9, 18)"), std::string::npos) << s.message();
+    std::string choices;
+    for (int c : sparse_mla::kQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
+    EXPECT_NE(s.message().find("qk_chains 4 is not instantiated (" + choices + ")"), std::string::npos)
+        << s.message();
   }
+  // A count besides the default: refused for h < 64, or not instantiated (a build without
+  // FP8DSA_TUNING has the default alone).
   p.num_heads = 16;
-  const int other = sparse_mla::kDefaultQkChains == 6 ? 9 : 6;
-  const Status s = sparse_mla::launch_sparse_mla_fp8(p, {other, sparse_mla::SmallHeads::kDefault});
+  const Status s = sparse_mla::launch_sparse_mla_fp8(p, {other_qk_chains(), sparse_mla::SmallHeads::kDefault});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-  EXPECT_NE(s.message().find("h < 64"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(sparse_mla::is_instantiated_qk_chains(other_qk_chains()) ? "h < 64" : "not instantiated"),
+            std::string::npos)
+      << s.message();
 }
 
 // The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows, and its launcher refuses, before
@@ -86,10 +95,14 @@ TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("1 or 2 e4m3 terms of q (v32_q_terms 3)"), std::string::npos) << s.message();
     tuning.v32_q_terms = sparse_mla::kDefaultV32QTerms;
-    tuning.qk_chains = sparse_mla::kDefaultQkChains == 6 ? 9 : 6;
+    tuning.qk_chains = other_qk_chains();
     s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find("V3.2-row kernels are built for qk_chains"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(sparse_mla::is_instantiated_qk_chains(tuning.qk_chains)
+                                   ? "V3.2-row kernels take no qk_chains choice"
+                                   : "not instantiated"),
+              std::string::npos)
+        << s.message();
   }
   p.q_dtype = DType::kE4M3;  // e4m3 q over V3.2 rows: no kernel (validate() refuses it too)
   EXPECT_FALSE(sparse_mla::fp8_kernel_supports(p));

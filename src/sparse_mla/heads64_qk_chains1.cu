@@ -1,0 +1,15 @@
+// The 64-head FP8 sparse MLA kernel with QK^T in 1 chain (no f32 promotion) (launch.h: kQkChainChoices).
+#include "sparse_mla/config.h"
+#include "sparse_mla/heads64_kernel.cuh"
+#include "sparse_mla/launch.h"
+#include "sparse_mla/launch_kernel.h"
+
+namespace fp8dsa::sparse_mla {
+
+template <>
+Status launch_heads64<1>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+  return launch_warp_specialised(sparse_mla_heads64_kernel<1>, Heads64Config::kSmemAlloc, Heads64Config::kThreads,
+                                 Heads64Config::kEntryRegs, "sparse_mla_heads64_kernel<1>", args, blocks, stream);
+}
+
+}  // namespace fp8dsa::sparse_mla

@@ -487,7 +487,7 @@ TEST(SparseMlaFp8, KeySplitMergedByLse) {
     MlaProblem pr;
     mla_test::make_problem(c, 196000, &pr);
     tools::SampledMlaReference ref;
-    FP8DSA_ASSERT_STATUS_OK(ref.build(pr.host, 1));
+    FP8DSA_ASSERT_STATUS_OK(build_reference(pr, 1, &ref));
     const int64_t rows = pr.host.num_tokens * pr.host.num_heads;
     for (int parts : {2, 4}) {
       SCOPED_TRACE(c.name() + " parts=" + std::to_string(parts));
@@ -526,9 +526,9 @@ TEST(SparseMlaFp8, KeySplitMergedByLse) {
       FP8DSA_ASSERT_STATUS_OK(lse_merge(m));
       const std::vector<uint16_t> out = pr.d_out.download();
       const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
-      const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
-      EXPECT_TRUE(meets_accuracy(c, check)) << check.description;
-      print_check(c.name() + " merged from " + std::to_string(parts) + " key parts", check);
+      const AccuracyVerdict verdict = judge_accuracy(c, pr, ref, out, lse, max_logits,
+                                                     c.name() + " merged from " + std::to_string(parts) + " key parts");
+      EXPECT_TRUE(verdict.passed) << verdict.description;
     }
   }
 }

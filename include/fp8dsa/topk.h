@@ -33,9 +33,13 @@ struct TopkParams {
 
   // Optional page-table transform, applied in the same kernel: with pos = index - pos_base,
   //   out = page_table[seq][pos / page_size] * page_size + pos % page_size,
-  // and -1 where the page entry is negative or pos / page_size >= pages_per_seq.
+  // and -1 where the page entry is negative, pos / page_size >= pages_per_seq, or the row's
+  // sequence is negative or (num_seqs > 0) not below num_seqs.
   const int32_t* page_table = nullptr;  // [num_seqs, page_table_stride]
   int64_t page_table_stride = 0;        // >= pages_per_seq; 0 = pages_per_seq
+  // The table's rows: a sequence outside [0, num_seqs) maps every index to -1. 0 = not bounded (the
+  // caller guarantees that every row's sequence is a row of the table).
+  int64_t num_seqs = 0;
   int pages_per_seq = 0;
   int page_size = 0;
   const int32_t* row_seq = nullptr;       // [T] sequence of each row; nullptr: row t is sequence t

@@ -57,6 +57,9 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
     """Checks q, kv and attn_sink for dtype and ndim; returns (out, max_logits, lse), allocated
     where not given."""
     q_dtypes, kv_dtypes, kv_layout = kv_format_dtypes(op, kv_format)
+    # Before any output is allocated from it (d_v = 2**40 would otherwise ask for terabytes).
+    if isinstance(d_v, bool) or not isinstance(d_v, int) or d_v != 512:
+        raise ValueError(f"sparse_mla: d_v ({d_v!r}) must be one of {{512}}")  # the library's words
     _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
     _arrays.check(op, "kv", kv, (2, 3), kv_layout, kv_dtypes)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)

@@ -21,6 +21,9 @@ _SHAPES = """
 
 def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out):
     """The arrays of one top-k call, checked for dtype and ndim, `out` allocated."""
+    # Before `out` is allocated from it (k = 2**40 would otherwise ask for terabytes).
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 2048:
+        raise ValueError(f"topk: k ({k!r}) must be in [1, 2048]")  # the library's words
     _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32)
     _arrays.check(op, "ks", ks, (1,), "[T]", _arrays.I32)
     _arrays.check(op, "ke", ke, (1,), "[T]", _arrays.I32)

@@ -88,6 +88,8 @@ class TestSparseMla:
             run_mla(mla, q=np.zeros((4, 12, 576), np.uint8))
         with pytest.raises(ValueError, match=r"sparse_mla: d_v \(256\) must be one of \{512\}"):
             run_mla(mla, d_v=256)
+        with pytest.raises(ValueError, match=r"sparse_mla: d_v \(1099511627776\) must be one of \{512\}"):
+            run_mla(mla, d_v=2**40)  # refused before the outputs are allocated
         with pytest.raises(ValueError, match=r"sparse_mla: sm_scale \(-1\) must be finite and > 0"):
             run_mla(mla, sm_scale=-1.0)
         with pytest.raises(ValueError, match=r"sparse_mla: q_scale \* kv_scale \* sm_scale \(1e\+20 \* 1 \* 1e\+20"):
@@ -148,6 +150,8 @@ class TestTopk:
         for k in (0, 2049, -3):
             with pytest.raises(ValueError, match=rf"topk: k \({k}\) must be in \[1, 2048\]"):
                 fp8dsa.reference.topk(logits, ks, ke, k)
+        with pytest.raises(ValueError, match=r"topk: k \(1099511627776\) must be in \[1, 2048\]"):
+            fp8dsa.reference.topk(logits, ks, ke, 2**40)  # refused before `out` is allocated
         with pytest.raises(ValueError, match="topk: row_seq is given but page_table is null"):
             fp8dsa.reference.topk(logits, ks, ke, 4, row_seq=np.zeros(2, np.int32))
         with pytest.raises(ValueError, match=r"topk: page_size \(0\) must be in"):

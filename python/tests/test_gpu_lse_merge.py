@@ -26,4 +26,6 @@ def test_matches_reference():
     want_out, want_max, want_lse = fp8dsa.reference.lse_merge(out_parts, lse_parts, max_parts, sink)
     np.testing.assert_allclose(host(out), ref.bf16_values(want_out), rtol=1e-2, atol=1e-3)
     np.testing.assert_array_equal(host(max_logits), want_max)
-    np.testing.assert_allclose(host(lse), want_lse, rtol=2e-6)
+    # lse values cross zero (-0.0057 in one row): an f32 kernel against the f64 reference there
+    # needs an absolute tolerance beside the relative one.
+    np.testing.assert_allclose(host(lse), want_lse, rtol=2e-6, atol=1e-6)

@@ -50,3 +50,17 @@ def test_page_table_transform():
                           for i in plain[t])
         assert sorted(result[t].tolist()) == expected
     assert np.all(out[:, 32:] == -7)
+
+
+def test_page_table_rows_past_the_table_map_to_minus_one():
+    """A row whose sequence (row_seq, or its own index by default) is past the table's rows gets -1
+    everywhere instead of reading past the table."""
+    logits, ks, ke = problem(3, num_rows=3)
+    page_table = np.array([[2, 0, 1, 3]], np.int32)  # one sequence of 4 pages of 16 keys
+    ks[:] = 0
+    ke[:] = 64
+    for row_seq in (np.array([0, 5, 10**9], np.int32), None):
+        result = fp8dsa.reference.topk(logits, ks, ke, 4, True, page_table, page_size=16,
+                                       row_seq=row_seq)
+        assert np.all(result[0] >= 0)
+        assert np.all(result[1:] == -1)

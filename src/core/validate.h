@@ -116,6 +116,13 @@ inline Status check_dtype(const char* op, const char* name, DType given, DType e
                                  " (given ", dtype_name(given), ")"));
 }
 
+// a * b, or INT64_MAX where that overflows (for derived defaults: validate() then refuses the extent
+// with a message instead of working on a wrapped value).
+inline int64_t product_or_max(int64_t a, int64_t b) {
+  int64_t result = 0;
+  return __builtin_mul_overflow(a, b, &result) ? INT64_MAX : result;
+}
+
 // rows * stride * element_bytes (the byte extent of a strided tensor) must fit in int64, so that
 // every address computation a kernel makes in int64 is exact.
 inline Status check_extent(const char* op, const char* name, int64_t rows, int64_t stride,

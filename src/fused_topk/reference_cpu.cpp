@@ -43,7 +43,12 @@ Status fused_topk_cpu_unguarded(const FusedTopkParams& params) {
       if (t.row_seq != nullptr) {
         select.row_seq = t.row_seq + r0;
       } else {
+        if (t.num_seqs > 0 && r0 >= t.num_seqs) {  // every row's sequence is past the table
+          for (int64_t r = 0; r < rows; ++r) std::fill_n(select.indices + r * t.ld_indices, t.k, -1);
+          continue;
+        }
         select.page_table = t.page_table + r0 * t.page_table_stride;  // row r is sequence r0 + r
+        if (t.num_seqs > 0) select.num_seqs = t.num_seqs - r0;
       }
       if (t.row_pos_base != nullptr) select.row_pos_base = t.row_pos_base + r0;
     }

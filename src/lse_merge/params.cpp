@@ -10,13 +10,7 @@ namespace {
 constexpr const char* kOp = "lse_merge";
 }  // namespace
 
-namespace {
-// a * b, or INT64_MAX where that overflows (validate() then refuses the extent).
-int64_t product_or_max(int64_t a, int64_t b) {
-  int64_t result = 0;
-  return __builtin_mul_overflow(a, b, &result) ? INT64_MAX : result;
-}
-}  // namespace
+using detail::product_or_max;
 
 LseMergeParams LseMergeParams::resolved() const {
   LseMergeParams r = *this;

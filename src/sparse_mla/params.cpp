@@ -54,11 +54,12 @@ const char* sparse_mla_kernel_name(SparseMlaKernel kernel) {
 SparseMlaParams SparseMlaParams::resolved() const {
   SparseMlaParams r = *this;
   if (r.q_head_stride == 0) r.q_head_stride = r.d_qk;
-  if (r.q_token_stride == 0) r.q_token_stride = int64_t{r.num_heads} * r.q_head_stride;
+  // Saturating: a head stride whose product with num_heads overflows is refused by validate().
+  if (r.q_token_stride == 0) r.q_token_stride = detail::product_or_max(r.num_heads, r.q_head_stride);
   if (r.kv_row_stride == 0) r.kv_row_stride = r.kv_format == KvFormat::kDeepSeekV32 ? kV32RowBytes : r.d_qk;
   if (r.indices_stride == 0) r.indices_stride = r.topk;
   if (r.out_head_stride == 0) r.out_head_stride = r.d_v;
-  if (r.out_token_stride == 0) r.out_token_stride = int64_t{r.num_heads} * r.out_head_stride;
+  if (r.out_token_stride == 0) r.out_token_stride = detail::product_or_max(r.num_heads, r.out_head_stride);
   return r;
 }
 
@@ -111,6 +112,8 @@ static Status validate_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_head_stride", p.q_head_stride, p.d_qk, "d_qk"));
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "q_head_stride", p.q_head_stride, q_row_multiple,
                                         "16-byte row alignment"));
+  // One token's heads must fit in int64 before the token stride is compared with them.
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q token", p.num_heads, p.q_head_stride, q_bytes));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "q_token_stride", p.q_token_stride,
                                         int64_t{p.num_heads} * p.q_head_stride,
                                         "num_heads * q_head_stride"));
@@ -129,6 +132,7 @@ static Status validate_unguarded(const SparseMlaParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "out_head_stride", p.out_head_stride, p.d_v, "d_v"));
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "out_head_stride", p.out_head_stride, 8,
                                         "16-byte row alignment"));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "out token", p.num_heads, p.out_head_stride, 2));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "out_token_stride", p.out_token_stride,
                                         int64_t{p.num_heads} * p.out_head_stride,
                                         "num_heads * out_head_stride"));

@@ -56,6 +56,8 @@ Status validate_unguarded(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_range(kOp, "pages_per_seq", p.pages_per_seq, 1, kMaxExtent));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "page_table_stride", p.page_table_stride,
                                         p.pages_per_seq, "pages_per_seq"));
+  FP8DSA_RETURN_IF_ERROR(check_range(kOp, "num_seqs", p.num_seqs, 0, kMaxExtent));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "page_table", p.num_seqs, p.page_table_stride, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "page_table", p.page_table, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "row_seq", p.row_seq, 4));
   FP8DSA_RETURN_IF_ERROR(check_aligned(kOp, "row_pos_base", p.row_pos_base, 4));

@@ -268,6 +268,30 @@ TEST(SparseMlaValidate, RejectsExtentOverflow) {
   expect_rejected(p, StatusCode::kInvalidArgument, "out extent");
 }
 
+// A head stride whose product with num_heads overflows, token strides left to their default (which
+// once wrapped, so that validate() passed and the reference wrote through wild addresses).
+TEST(SparseMlaValidate, RejectsHeadStridesWhoseTokenOverflows) {
+  for (const int64_t stride : {int64_t{1} << 61, int64_t{1} << 60, std::numeric_limits<int64_t>::max() - 15}) {
+    for (const int h : {8, 128}) {
+      SparseMlaParams p = good_params();
+      p.num_tokens = 2;
+      p.num_heads = h;
+      p.q_head_stride = stride;
+      expect_rejected(p, StatusCode::kInvalidArgument, "q token extent");
+      p = good_params();
+      p.num_tokens = 2;
+      p.num_heads = h;
+      p.out_head_stride = stride - stride % 8;
+      expect_rejected(p, StatusCode::kInvalidArgument, "out token extent");
+      EXPECT_EQ(reference::sparse_mla_cpu(p).code(), StatusCode::kInvalidArgument);
+    }
+  }
+  // resolved() saturates instead of wrapping.
+  SparseMlaParams p = good_params();
+  p.q_head_stride = int64_t{1} << 61;
+  EXPECT_EQ(p.resolved().q_token_stride, std::numeric_limits<int64_t>::max());
+}
+
 SparseMlaParams good_v32_params() {
   SparseMlaParams p = good_params();
   p.kv_format = KvFormat::kDeepSeekV32;

@@ -170,6 +170,29 @@ TEST(TopkReference, PageTransformKeepsPaddingAndRejectsHugeRows) {
   EXPECT_EQ(reference::topk_page_transform(p, 0, 4), -1);  // page 1 >= pages_per_seq
 }
 
+// A row whose sequence is past the table's num_seqs rows maps to -1 instead of reading past it (the
+// Python binding passes the table's rows).
+TEST(TopkReference, PageTransformBoundsTheSequence) {
+  const std::vector<int32_t> table = {3, 5};  // one sequence of two pages
+  const std::vector<int32_t> ks = {0, 0, 0};
+  const std::vector<int32_t> row_seq = {0, 5, 1000000000};
+  TopkParams p;
+  p.ks = ks.data();
+  p.page_table = table.data();
+  p.page_table_stride = 2;
+  p.pages_per_seq = 2;
+  p.page_size = 4;
+  p.num_seqs = 1;
+  p.row_seq = row_seq.data();
+  EXPECT_EQ(reference::topk_page_transform(p, 0, 5), 21);
+  EXPECT_EQ(reference::topk_page_transform(p, 1, 5), -1);
+  EXPECT_EQ(reference::topk_page_transform(p, 2, 5), -1);
+  p.row_seq = nullptr;  // row t is sequence t: rows 1 and 2 are past the table
+  EXPECT_EQ(reference::topk_page_transform(p, 0, 1), 13);
+  EXPECT_EQ(reference::topk_page_transform(p, 1, 1), -1);
+  EXPECT_EQ(reference::topk_page_transform(p, 2, 1), -1);
+}
+
 // A row of distinct scores: the top-k set is unique, so compare with a plain full sort.
 std::vector<int32_t> sorted_topk(const float* row, int64_t lo, int64_t hi, int k) {
   std::vector<int32_t> keys(static_cast<size_t>(hi - lo));

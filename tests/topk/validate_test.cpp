@@ -157,6 +157,16 @@ TEST(TopkValidate, RejectsBadPageTable) {
   p = with_page_table(good_params());
   p.page_table = reinterpret_cast<const int32_t*>(testing::stand_in_arena() + 1026);
   expect_rejected(p, StatusCode::kInvalidArgument, "page_table (0x");
+  p = with_page_table(good_params());
+  p.num_seqs = -1;
+  expect_rejected(p, StatusCode::kInvalidArgument, "num_seqs (-1)");
+  p = with_page_table(good_params());
+  p.num_seqs = int64_t{1} << 30;
+  p.page_table_stride = int64_t{1} << 40;
+  expect_rejected(p, StatusCode::kInvalidArgument, "page_table extent");
+  p = with_page_table(good_params());
+  p.num_seqs = 3;
+  EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
 }
 
 TEST(TopkValidate, RejectsRowMapsWithoutPageTable) {

@@ -183,8 +183,9 @@ TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const fl
 }
 
 double spec6_score_bound(double score_std, double max_abs_score) {
-  // The promoted QK^T chains err in proportion to the scores' magnitude, whatever their spread.
-  const double by_magnitude = 2.5e-4 * max_abs_score + 1e-3;
+  // QK^T promoted every 128 elements (5 chains) errs in proportion to the scores' magnitude, about
+  // 2^-11 of it, whatever their spread.
+  const double by_magnitude = 5e-4 * max_abs_score + 1e-3;
   return score_std <= 3.0 ? std::max(2e-3, by_magnitude) : by_magnitude;
 }
 

@@ -86,7 +86,7 @@ struct SparseMlaTolerance {
   const std::vector<double>* row_score_max_abs = nullptr;
 };
 
-// SPEC 6 (e4m3-exact inputs): 2.5e-4 * max|s| + 1e-3, and at least 2e-3 where the scores' standard
+// SPEC 6 (e4m3-exact inputs): 5e-4 * max|s| + 1e-3, and at least 2e-3 where the scores' standard
 // deviation across keys is <= 3.
 double spec6_score_bound(double score_std, double max_abs_score);
 

@@ -84,8 +84,8 @@ def mla_reference(problem, **kwargs):
 
 def assert_attention_matches(result, expected, score_atol=2e-3):
     """SPEC 6 for sparse MLA: out within 2.5e-2 relative L2 and cosine >= 0.999, lse and
-    max_logits within score_atol (SPEC 6: 2e-3) or 2.5e-4 |max_logits| + 1e-3 (a lower bound of
-    SPEC 6's 2.5e-4 max|s| + 1e-3), whichever is larger, where finite; the no-valid-key conventions
+    max_logits within score_atol (SPEC 6: 2e-3) or 5e-4 |max_logits| + 1e-3 (a lower bound of
+    SPEC 6's 5e-4 max|s| + 1e-3), whichever is larger, where finite; the no-valid-key conventions
     exactly."""
     out, max_logits, lse = (host(x).astype(np.float64) for x in result)
     expected_out = ref.bf16_values(expected[0])
@@ -96,7 +96,7 @@ def assert_attention_matches(result, expected, score_atol=2e-3):
     for got, want in ((max_logits, expected_max), (lse, expected_lse)):
         assert np.array_equal(np.isinf(got), np.isinf(want))
         finite = np.isfinite(want)
-        limit = np.maximum(score_atol, 2.5e-4 * np.abs(expected_max[finite]) + 1e-3)
+        limit = np.maximum(score_atol, 5e-4 * np.abs(expected_max[finite]) + 1e-3)
         assert np.all(np.abs(got[finite] - want[finite]) <= limit), np.max(np.abs(got[finite] - want[finite]) - limit)
 
 

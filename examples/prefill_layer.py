@@ -11,13 +11,20 @@ sparse MLA. A few tokens are also checked against fp8dsa's CPU reference.
 
     python examples/prefill_layer.py [--tokens 4096] [--cached 28672] [--iters 10]
 
-Needs a Hopper GPU, torch and fp8dsa; flash_mla and deep_gemm are optional.
+Needs a Hopper GPU, torch and fp8dsa; flash_mla and deep_gemm are optional. FlashMLA's SM90 sparse
+prefill comes from the PyPI package sgl-flash-mla (`pip install sgl-flash-mla`, which keeps the SM90
+kernels upstream FlashMLA dropped; it needs use_legacy=True there), DeepGEMM's from sgl-deep-gemm.
 """
 
 import argparse
 import statistics
+import sys
 
-import torch
+try:
+    import torch
+except ImportError:
+    sys.exit("examples/prefill_layer.py needs torch (pip install torch) and a Hopper GPU; "
+             "fp8dsa's own tests and the fp8dsa command run without it")
 
 import fp8dsa
 
@@ -137,7 +144,7 @@ def main():
         report("indexer", indexer_ms, "DeepGEMM fp8_mqa_logits", time_ms(
             lambda: deep_gemm.fp8_mqa_logits(*index_args), args.iters), difference)
     except ImportError:
-        report("indexer", indexer_ms, "(deep_gemm not installed)", None, "")
+        report("indexer", indexer_ms, "(deep_gemm not installed: pip install sgl-deep-gemm)", None, "")
 
     topk_args = dict(page_table=layer["page_table"], page_size=PAGE_SIZE, row_seq=layer["row_seq"])
     topk_ms = time_ms(lambda: fp8dsa.topk(logits, layer["ks"], layer["ke"], TOPK, **topk_args),
@@ -156,13 +163,21 @@ def main():
         q_bf16 = layer["q"].to(torch.bfloat16)  # e4m3 -> bf16 is exact: the same values
         kv_bf16 = layer["kv_cache"].to(torch.bfloat16)[:, None, :]
         mla_args = (q_bf16, kv_bf16, indices[:, None, :], SM_SCALE, D_V)
-        anchor_out, _, anchor_lse = flash_mla.flash_mla_sparse_fwd(*mla_args)
+        # sgl-flash-mla keeps the SM90 sparse prefill behind use_legacy=True; upstream FlashMLA
+        # builds without that argument have it as the default path.
+        try:
+            flash_mla.flash_mla_sparse_fwd(*mla_args, use_legacy=True)
+            mla_kwargs = {"use_legacy": True}
+        except TypeError:
+            mla_kwargs = {}
+        anchor_out, _, anchor_lse = flash_mla.flash_mla_sparse_fwd(*mla_args, **mla_kwargs)
         difference = (f"out relative L2 {relative_l2(out.float(), anchor_out.float()):.2e}, "
                       f"lse max |diff| {(lse - anchor_lse).abs().max().item():.2e}")
         report("sparse MLA", mla_ms, "FlashMLA flash_mla_sparse_fwd (bf16)",
-               time_ms(lambda: flash_mla.flash_mla_sparse_fwd(*mla_args), args.iters), difference)
+               time_ms(lambda: flash_mla.flash_mla_sparse_fwd(*mla_args, **mla_kwargs), args.iters),
+               difference)
     except ImportError:
-        report("sparse MLA", mla_ms, "(flash_mla not installed)", None, "")
+        report("sparse MLA", mla_ms, "(flash_mla not installed: pip install sgl-flash-mla)", None, "")
 
     print(f"{'all three':<11} {time_ms(lambda: fp8dsa_stages(layer), args.iters):9.3f}")
 

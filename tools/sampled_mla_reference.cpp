@@ -24,7 +24,8 @@ Status SampledMlaReference::build(const SparseMlaParams& problem, int64_t every,
   return reference::sparse_mla_cpu_f64_unrounded(unrounded, q_unrounded, kv_unrounded, &out0_, &lse0_, &max_logits0_);
 }
 
-SparseMlaCheck SampledMlaReference::check(const uint16_t* out, const float* lse, const float* max_logits) const {
+SparseMlaOutputs SampledMlaReference::sampled_outputs(const uint16_t* out, const float* lse,
+                                                     const float* max_logits) const {
   SparseMlaOutputs got;
   got.out = out;
   got.out_token_stride = problem_.out_token_stride * every_;
@@ -32,6 +33,11 @@ SparseMlaCheck SampledMlaReference::check(const uint16_t* out, const float* lse,
   got.lse = lse;
   got.max_logits = max_logits;
   got.row_token_stride = int64_t{problem_.num_heads} * every_;
+  return got;
+}
+
+SparseMlaCheck SampledMlaReference::check(const uint16_t* out, const float* lse, const float* max_logits) const {
+  const SparseMlaOutputs got = sampled_outputs(out, lse, max_logits);
   SparseMlaTolerance tol;
   tol.row_score_std = &spread_.std;
   tol.row_score_max_abs = &spread_.max_abs;
@@ -45,15 +51,8 @@ RoundingCheck SampledMlaReference::check_against_rounding(const uint16_t* out, c
     c.description = "SampledMlaReference: built without the unrounded values";
     return c;
   }
-  SparseMlaOutputs got;
-  got.out = out;
-  got.out_token_stride = problem_.out_token_stride * every_;
-  got.out_head_stride = problem_.out_head_stride;
-  got.lse = lse;
-  got.max_logits = max_logits;
-  got.row_token_stride = int64_t{problem_.num_heads} * every_;
-  return tools::check_against_rounding(got, out_, lse_, max_logits_, out0_, lse0_, max_logits0_, sampled_.num_tokens,
-                                       problem_.num_heads, problem_.d_v);
+  return tools::check_against_rounding(sampled_outputs(out, lse, max_logits), out_, lse_, max_logits_, out0_, lse0_,
+                                       max_logits0_, sampled_.num_tokens, problem_.num_heads, problem_.d_v);
 }
 
 }  // namespace fp8dsa::tools

@@ -38,6 +38,9 @@ class SampledMlaReference {
   int64_t sampled_tokens() const { return sampled_.num_tokens; }
 
  private:
+  // A run's outputs over all tokens as views of the sampled ones.
+  SparseMlaOutputs sampled_outputs(const uint16_t* out, const float* lse, const float* max_logits) const;
+
   int64_t every_ = 1;
   SparseMlaParams problem_;  // resolved strides
   SparseMlaParams sampled_;

@@ -86,6 +86,14 @@ def dlpack_view(x):
     return x
 
 
+def real(op, name, value):
+    """A scalar argument as a float; TypeError naming it otherwise (nanobind would print its whole
+    signature instead)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: {name} must be a real number (given {value!r})")
+    return float(value)
+
+
 def _numpy_dtype(name):
     if name == "bfloat16":
         return ml_dtypes.bfloat16 if ml_dtypes is not None else np.uint16

@@ -36,6 +36,8 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     MLA on one stream, the logits and selected rows in a workspace allocated with q's library.
     """
     op = "prefill"
+    sm_scale, q_scale, kv_scale = (_arrays.real(op, n, v) for n, v in
+                                   (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
     index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
     workspace = _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(

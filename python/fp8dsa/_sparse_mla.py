@@ -61,11 +61,16 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
     if isinstance(d_v, bool) or not isinstance(d_v, int) or d_v != 512:
         raise ValueError(f"sparse_mla: d_v ({d_v!r}) must be one of {{512}}")  # the library's words
     _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
+    # q's own d_qk first: a wrong q would otherwise be reported as a kv that does not match it.
+    if q.shape[2] != 576:
+        raise ValueError(f"{op}: q has {q.shape[2]} elements in dimension 2, d_qk must be 576")
     _arrays.check(op, "kv", kv, (2, 3), kv_layout, kv_dtypes)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
     num_tokens, num_heads = q.shape[0], q.shape[1]
     out = _arrays.output(op, "out", out, q, (num_tokens, num_heads, d_v), (3,), "[T, h, d_v]",
                          _arrays.BF16)
+    if out.shape[2] != d_v:  # the library would see a head stride below d_v
+        raise ValueError(f"{op}: out has {out.shape[2]} elements in dimension 2, d_v needs {d_v}")
     max_logits = _arrays.output(op, "max_logits", max_logits, q, (num_tokens, num_heads), (2,),
                                 "[T, h]", _arrays.F32)
     lse = _arrays.output(op, "lse", lse, q, (num_tokens, num_heads), (2,), "[T, h]", _arrays.F32)
@@ -88,6 +93,8 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     flash_mla_sparse_fwd; returns (out, max_logits, lse).
     """
     op = "sparse_mla_prefill"
+    sm_scale, q_scale, kv_scale = (_arrays.real(op, n, v) for n, v in
+                                   (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
     out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
                                              max_logits, lse, kv_format)
     view = _arrays.dlpack_view

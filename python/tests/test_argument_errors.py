@@ -73,7 +73,7 @@ class TestSparseMla:
             run_mla(mla, indices=mla["indices"][:3])
         with pytest.raises(ValueError, match="lse has 8 elements in dimension 1, q's h needs 16"):
             run_mla(mla, lse=np.zeros((4, 8), np.float32))
-        with pytest.raises(ValueError, match=r"sparse_mla: out_head_stride \(256\) must be >= d_v \(512\)"):
+        with pytest.raises(ValueError, match=r"out has 256 elements in dimension 2, d_v needs 512"):
             run_mla(mla, out=np.zeros((4, 16, 256), np.uint16))
         with pytest.raises(ValueError, match="out has 1024 elements in dimension 2, d_v needs 512"):
             run_mla(mla, out=np.zeros((4, 16, 1024), np.uint16))
@@ -90,6 +90,10 @@ class TestSparseMla:
             run_mla(mla, d_v=256)
         with pytest.raises(ValueError, match=r"sparse_mla: d_v \(1099511627776\) must be one of \{512\}"):
             run_mla(mla, d_v=2**40)  # refused before the outputs are allocated
+        with pytest.raises(TypeError, match=r"sm_scale must be a real number \(given None\)"):
+            run_mla(mla, sm_scale=None)
+        with pytest.raises(ValueError, match=r"q has 512 elements in dimension 2, d_qk must be 576"):
+            run_mla(mla, q=np.zeros((4, 16, 512), np.uint8))
         with pytest.raises(ValueError, match=r"sparse_mla: sm_scale \(-1\) must be finite and > 0"):
             run_mla(mla, sm_scale=-1.0)
         with pytest.raises(ValueError, match=r"sparse_mla: q_scale \* kv_scale \* sm_scale \(1e\+20 \* 1 \* 1e\+20"):

@@ -34,8 +34,13 @@ DeviceScope::DeviceScope(int device_id) {
   const cudaError_t err = cudaSetDevice(device_id);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    status_ = {StatusCode::kCudaError, "cudaSetDevice(" + std::to_string(device_id) +
-                                           "): " + cudaGetErrorString(err)};
+    const std::string detail = "cudaSetDevice(" + std::to_string(device_id) + "): " + cudaGetErrorString(err);
+    // No usable GPU (none, or no driver that runs this runtime): the library's NoDevice, as C++ and
+    // the CLI report it.
+    const bool no_device = err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
+                           err == cudaErrorInitializationError;
+    status_ = no_device ? Status{StatusCode::kNoDevice, "no CUDA device is available (" + detail + ")"}
+                        : Status{StatusCode::kCudaError, detail};
     return;
   }
   switched_ = true;

@@ -30,3 +30,13 @@ def test_docstrings_give_shapes_and_dtypes():
     assert "[T, h, 576]" in fp8dsa.reference.sparse_mla_prefill.__doc__
     assert "uint16" in fp8dsa.reference.__doc__
     assert fp8dsa.__version__ != "unknown"
+
+
+def test_a_machine_without_a_usable_gpu_reports_no_device():
+    # Where CUDA cannot run (no GPU, or a driver older than the runtime) a GPU call fails as the C++
+    # library and the fp8dsa command say it, not with the CUDA runtime's own error.
+    from fp8dsa import _fp8dsa
+    try:
+        _fp8dsa.synchronize(0, 0)
+    except RuntimeError as error:
+        assert str(error).startswith("NoDevice: no CUDA device is available"), str(error)

@@ -149,8 +149,9 @@ int main(int argc, char** argv) {
     const fp8dsa::Status device = fp8dsa::check_device();
     gpu = device.is_ok();
     if (!gpu) {
-      std::fprintf(stderr, "fp8dsa run: no usable GPU (%s); running the CPU references on a smaller shape instead.\n",
-                   device.to_string().c_str());
+      const bool default_shape = options.tokens <= 0 && options.cached < 0;
+      std::fprintf(stderr, "fp8dsa run: no usable GPU (%s); running the CPU references%s instead.\n",
+                   device.to_string().c_str(), default_shape ? " on their smaller default shape" : "");
     }
   }
   // The runs check the shape and the memory they need before allocating (exit 2); this is the last

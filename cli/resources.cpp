@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -140,6 +141,18 @@ std::string check_memory(const RunOptions& o, bool gpu) {
   return "";
 }
 
+double cpu_seconds_estimate(const RunOptions& o, int cores) {
+  constexpr double kFlopsPerCoreSecond = 2.7e9;  // 4096 x 28672 (h 16, topk 512): 4.3e12 in 789 s on 2 cores
+  const double tokens = static_cast<double>(o.tokens);
+  const double keys = static_cast<double>(o.tokens + o.cached);
+  // Token t sees cached + t + 1 keys (causal): on average cached + (T + 1) / 2.
+  const double pairs = tokens * (static_cast<double>(o.cached) + (tokens + 1.0) / 2.0);
+  const double indexer = 2.0 * o.index_heads * 128.0 * pairs;
+  const double attention = 2.0 * tokens * o.heads * std::min<double>(o.topk, keys) * (576.0 + 512.0);
+  // Each reference runs twice (stage by stage and inside the whole prefill).
+  return 2.0 * (indexer + attention) / (kFlopsPerCoreSecond * std::max(cores, 1));
+}
+
 int check_runnable(const RunOptions& o, bool gpu) {
   if (const Status s = validate_options(o); !s.is_ok()) {
     std::fprintf(stderr, "fp8dsa run: %s\n", s.to_string().c_str());
@@ -148,6 +161,21 @@ int check_runnable(const RunOptions& o, bool gpu) {
   if (const std::string why = check_memory(o, gpu); !why.empty()) {
     std::fprintf(stderr, "fp8dsa run: %s\n", why.c_str());
     return 2;
+  }
+  if (!gpu) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const double seconds = cpu_seconds_estimate(o, cores);
+    if (seconds > kMaxCpuSeconds) {
+      std::fprintf(stderr,
+                   "fp8dsa run: the CPU references of this shape would take about %.0f minutes on %d cores "
+                   "(limit %.0f); use smaller --tokens / --cached (or a GPU)\n",
+                   seconds / 60.0, cores, kMaxCpuSeconds / 60.0);
+      return 2;
+    }
+    if (seconds > 30.0) {
+      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %.0f minutes on %d cores\n",
+                   seconds / 60.0, cores);
+    }
   }
   return 0;
 }

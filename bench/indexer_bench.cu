@@ -30,13 +30,22 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
   row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"H", num_heads}}, "causal");
   row.kernel = indexer_kernel_name(indexer_route(base));
 
-  auto launch = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(base)); };
-  return time_and_record(ctx, sets, launch, std::move(row), [&](double seconds, ResultRow& r) {
+  const auto derive = [&](double seconds, ResultRow& r) {
     r.tflops = 2.0 * num_heads * kHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
     // Reads q, w, k, k_scale once; writes the valid logits.
     const double bytes = static_cast<double>(inputs[0].bytes) + 4.0 * static_cast<double>(bounds.valid_pairs);
     r.gbps = bytes / seconds / 1e9;
-  });
+  };
+  auto launch = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(base)); };
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, row, derive));
+  // The same with the masked cells filled with -inf (the Python default, DeepGEMM's old
+  // clean_logits): row "... causal fill".
+  IndexerParams filled = base;
+  filled.fill_masked = true;
+  ResultRow fill_row = row;
+  fill_row.shape += " fill";
+  auto launch_filled = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(filled)); };
+  return time_and_record(ctx, sets, launch_filled, std::move(fill_row), derive);
 }
 
 }  // namespace

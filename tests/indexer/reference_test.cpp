@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <vector>
 
 #include "common/memory_limit.h"
@@ -209,6 +210,13 @@ struct Shape {
   bool fill_masked;
   bool padded;  // non-packed strides everywhere
 };
+
+// Readable test names in ctest ("T=2 N=32 H=8 D=64 causal fill padded"), not the struct's bytes.
+void PrintTo(const Shape& s, std::ostream* os) {
+  constexpr const char* kRanges[] = {"full", "causal", "random", "random_out_of_range", "empty"};
+  *os << "T=" << s.T << " N=" << s.N << " H=" << s.H << " D=" << s.D << " " << kRanges[static_cast<int>(s.ranges)]
+      << (s.fill_masked ? " fill" : "") << (s.padded ? " padded" : "");
+}
 
 tools::KeyRanges make_ranges(const Shape& s, uint64_t seed) {
   switch (s.ranges) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <vector>
 
 #include "common/memory_limit.h"
@@ -324,6 +325,12 @@ struct Case {
   bool scaled;   // q_scale / kv_scale != 1
   bool lengths;  // topk_length given
 };
+
+// Readable test names in ctest ("h=8 N=95 topk=128 T=3 sink scaled lengths"), not the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << "h=" << c.h << " N=" << c.N << " topk=" << c.topk << " T=" << c.T << (c.sink ? " sink" : "")
+      << (c.scaled ? " scaled" : "") << (c.lengths ? " lengths" : "");
+}
 
 Problem random_problem(const Case& c, uint64_t seed) {
   Problem pr;

@@ -7,9 +7,7 @@
 #include "tools/device_random.h"
 #include "fp8dsa/topk.h"
 #include "op_benches.h"
-#ifdef FP8DSA_BENCH_HAVE_CUB_BASELINE
 #include "topk_baseline.h"
-#endif
 
 namespace fp8dsa::bench {
 namespace {
@@ -65,7 +63,6 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
                                          [&](double seconds, ResultRow& r) { r.gbps = bytes / seconds / 1e9; }));
 
-#ifdef FP8DSA_BENCH_HAVE_CUB_BASELINE
   const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.keys);
   tools::DeviceBytes cub_workspace;
   FP8DSA_RETURN_IF_ERROR(cub_workspace.allocate(cub_sort_topk_workspace_bytes(rows, cols, kTopk)));
@@ -81,7 +78,6 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
   };
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch_cub, std::move(baseline),
                                          [&](double seconds, ResultRow& r) { r.gbps = bytes / seconds / 1e9; }));
-#endif
   return Status::ok();
 }
 

@@ -36,5 +36,5 @@ echo "memcheck rc=$?"; tail -2 "$logs/memcheck.log" | sed 's/^/    /'
 timeout 150 compute-sanitizer --tool racecheck "$tests" \
   --gtest_filter='SparseMlaFp8.SingleKeyHandComputed:SparseMlaFp8.EmptyCacheAndZeroTokens' >"$logs/racecheck.log" 2>&1
 echo "racecheck rc=$?"; tail -2 "$logs/racecheck.log" | sed 's/^/    /'
-timeout 120 "$build/tests/sparse_mla/fp8dsa_sparse_mla_timing" 10 >"$logs/timing.log" 2>&1
+timeout 120 "$build/bench/fp8dsa_sparse_mla_timing" 10 >"$logs/timing.log" 2>&1
 echo "timing rc=$?"; tail -25 "$logs/timing.log"

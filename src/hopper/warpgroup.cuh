@@ -41,14 +41,6 @@ __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threa
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// blockIdx.x, read where it is used: ptxas may not hoist this read (for instance above a setmaxnreg,
-// which would keep values derived from it live across the register reallocation).
-__device__ __forceinline__ uint32_t block_index_x() {
-  uint32_t x;
-  asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(x));
-  return x;
-}
-
 __device__ __forceinline__ uint32_t smem_address(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }

@@ -1,5 +1,5 @@
 // Internal: the tensor-core indexer scorers and their launch knobs. indexer.cpp dispatches here;
-// the timing driver (tests/indexer/indexer_timing.cu) calls these directly to compare variants.
+// the timing driver (bench/tuning/indexer_timing.cu) calls these directly to compare variants.
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,7 @@
 namespace fp8dsa {
 namespace topk_impl {
 
-// Path choice, measured on an H200 (bench/topk_timing.cu, median of 15, full rows, k = 2048):
+// Path choice, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
 //   ~0.04 ms of chained launches. T=16 / T=1 x 131072: split 0.053 / 0.042 ms vs one CTA a row
 //   0.072 / 0.067; T=64 x 131072: one CTA a row 0.073 vs best split 0.111; T<=64 x 32768: one CTA

@@ -36,9 +36,7 @@ Status validate_unguarded(const PrefillParams& params) {
   }
   IndexerParams indexer = params.indexer;
   indexer.logits = kWorkspaceLogitsStandIn;
-  // The workspace logits rows are padded to the indexer's 16-byte row alignment (num_keys is in
-  // range: validate_shape).
-  indexer.ldl = (indexer.num_keys + 3) / 4 * 4;
+  indexer.ldl = pipeline_detail::logits_ldl(indexer.num_keys);  // the workspace's rows
   FP8DSA_RETURN_IF_ERROR(with_prefix(validate(indexer)));
 
   SparseMlaParams attention = params.attention;

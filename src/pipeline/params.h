@@ -8,4 +8,11 @@ namespace fp8dsa::pipeline_detail {
 // topk and the indexer's num_tokens / num_keys, with the messages validate() gives for them.
 Status validate_shape(const PrefillParams& params);
 
+// The row stride of the workspace logits: num_keys padded to the indexer's 16-byte row alignment.
+// num_keys in [0, INT32_MAX] (validate_shape), so the sum cannot overflow.
+inline int64_t logits_ldl(int64_t num_keys) {
+  constexpr int64_t kLogitsRowAlign = 4;
+  return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
+}
+
 }  // namespace fp8dsa::pipeline_detail

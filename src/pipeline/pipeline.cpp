@@ -15,9 +15,8 @@ namespace fp8dsa {
 namespace {
 
 // Every sub-buffer starts on a kWorkspaceAlignment (fp8dsa/types.h) boundary: TMA needs 16 bytes,
-// vector loads and the top-k's own workspace contract want 256.
-// The logits row stride is a multiple of 4 floats so every row starts 16-byte aligned.
-constexpr int64_t kLogitsRowAlign = 4;
+// vector loads and the top-k's own workspace contract want 256. The logits rows: logits_ldl
+// (pipeline/params.h).
 
 constexpr size_t kSizeOverflow = std::numeric_limits<size_t>::max();
 
@@ -37,11 +36,6 @@ size_t align_up(size_t bytes) {
 }
 
 size_t add_saturating(size_t a, size_t b) { return a > kSizeOverflow - b ? kSizeOverflow : a + b; }
-
-// num_keys in [0, INT32_MAX] (validate_shape), so the sum cannot overflow.
-int64_t logits_ldl(int64_t num_keys) {
-  return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
-}
 
 // Where each intermediate lives inside the workspace (offsets from its start).
 struct WorkspacePlan {
@@ -87,7 +81,7 @@ WorkspacePlan plan_workspace(const PrefillParams& params) {
   const int64_t num_tokens = params.indexer.num_tokens;
   size_t offset = 0;
   if (!params.fused) {
-    plan.ldl = logits_ldl(params.indexer.num_keys);
+    plan.ldl = pipeline_detail::logits_ldl(params.indexer.num_keys);
     plan.logits_offset = offset;
     plan.logits_bytes = checked_bytes(num_tokens, plan.ldl, sizeof(float));
     offset = add_saturating(offset, align_up(plan.logits_bytes));

@@ -24,9 +24,15 @@ struct PrefillParams {
   // stages share one key space).
   SparseMlaParams attention;
   int topk = 2048;      // k of the selection and topk of the attention; a multiple of 64, <= 2048
-  bool fused = false;   // score + top-k in one pass (no [T, N] logits buffer)
+  // The selection: true forces the fused score + top-k (no [T, N] logits buffer: for when memory
+  // counts). false takes the unfused indexer + top-k, measured faster at every shape (bench/RESULTS.md),
+  // where the workspace holds its logits, and the fused path where it holds only the fused path's
+  // needs (and indexer.kernel allows the Q-resident scorer).
+  bool fused = false;
 
-  void* workspace = nullptr;  // at least prefill_workspace_bytes(params), kWorkspaceAlignment (256)-byte aligned
+  // At least prefill_workspace_bytes(params) (with fused = true: the fused path's, usually far
+  // smaller), kWorkspaceAlignment (256)-byte aligned.
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;  // overrides the stages' own streams
 };

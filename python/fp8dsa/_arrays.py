@@ -128,6 +128,13 @@ def output(op, name, given, like, shape, ndims, layout, dtypes):
     return empty(like, tuple(max(int(n), 0) for n in shape), dtypes[0])
 
 
+def is_out_of_memory(error):
+    """Whether an allocation failed for want of memory (MemoryError, torch's OutOfMemoryError, CuPy's
+    OutOfMemoryError, JAX's RESOURCE_EXHAUSTED)."""
+    text = str(error).lower()
+    return isinstance(error, MemoryError) or "out of memory" in text or "resource_exhausted" in text
+
+
 def workspace(like, nbytes):
     """A uint8 array of `nbytes` plus the alignment slack the extension starts the workspace after;
     None when nothing is needed."""

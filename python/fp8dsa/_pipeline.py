@@ -40,8 +40,20 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
                                    (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
     index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
-    workspace = _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
-        index_q.shape[0], index_k.shape[0], topk, bool(fused)))
+    # The unfused path (faster at every shape measured) where its logits can be allocated, else the
+    # fused path's far smaller workspace: fp8dsa::prefill then selects the fused path by itself.
+    run_fused = bool(fused)
+    if not run_fused:
+        try:
+            workspace = _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
+                index_q.shape[0], index_k.shape[0], topk, False))
+        except Exception as error:
+            if not _arrays.is_out_of_memory(error):
+                raise
+            run_fused = True
+    if run_fused:
+        workspace = _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
+            index_q.shape[0], index_k.shape[0], topk, True))
     view = _arrays.dlpack_view
     inputs = (index_q, index_k, index_k_scale, weights, ks, ke, q, kv, attn_sink)
     with _arrays.cuda_stream(q, stream, inputs) as handle:
@@ -55,7 +67,8 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
 prefill.__doc__ += _SHAPES + """
     fused=True runs the fused score + top-k (no [T, N] logits in the workspace, the same selected
     rows, in ascending order; the indexer kernel must be "auto" or "q_resident"; see bench/RESULTS.md
-    for its speed). indexer_kernel and attention_kernel take the kernel names of
+    for its speed). With fused=False the unfused path runs, faster at every shape measured, unless
+    its [T, N] logits cannot be allocated: then the fused path does. indexer_kernel and attention_kernel take the kernel names of
     indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
     cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
     capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).

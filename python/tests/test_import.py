@@ -40,3 +40,12 @@ def test_a_machine_without_a_usable_gpu_reports_no_device():
         _fp8dsa.synchronize(0, 0)
     except RuntimeError as error:
         assert str(error).startswith("NoDevice: no CUDA device is available"), str(error)
+
+
+def test_out_of_memory_errors_are_recognised():
+    # prefill falls back to the fused path's smaller workspace on these, and only on these.
+    from fp8dsa import _arrays
+    assert _arrays.is_out_of_memory(MemoryError())
+    assert _arrays.is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 16.00 GiB"))
+    assert _arrays.is_out_of_memory(RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating"))
+    assert not _arrays.is_out_of_memory(ValueError("prefill: topk (100) must be a multiple of 64"))

@@ -8,6 +8,11 @@ namespace fp8dsa::pipeline_detail {
 // topk and the indexer's num_tokens / num_keys, with the messages validate() gives for them.
 Status validate_shape(const PrefillParams& params);
 
+// Whether prefill() runs the fused score + top-k for these (validated) params: when fused is set,
+// or when the workspace is too small for the unfused path's logits but holds the fused path's needs
+// and the indexer kernel is kAuto or kQResident (pipeline.cpp).
+bool runs_fused(const PrefillParams& params);
+
 // The row stride of the workspace logits: num_keys padded to the indexer's 16-byte row alignment.
 // num_keys in [0, INT32_MAX] (validate_shape), so the sum cannot overflow.
 inline int64_t logits_ldl(int64_t num_keys) {

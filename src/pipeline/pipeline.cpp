@@ -121,14 +121,21 @@ Status workspace_too_large(const PrefillParams& params) {
                           std::to_string(params.topk) + " does not fit in size_t");
 }
 
-Status prefill_unguarded(const PrefillParams& params) {
-  FP8DSA_RETURN_IF_ERROR(validate(params));
+Status prefill_unguarded(const PrefillParams& requested) {
+  FP8DSA_RETURN_IF_ERROR(validate(requested));
+  PrefillParams params = requested;
+  params.fused = pipeline_detail::runs_fused(requested);
   const WorkspacePlan plan = plan_workspace(params);
   if (plan.total == kSizeOverflow) return workspace_too_large(params);
   if (params.workspace_bytes < plan.total) {
-    return {StatusCode::kWorkspaceTooSmall,
-            "prefill: workspace_bytes (" + std::to_string(params.workspace_bytes) +
-                ") is below prefill_workspace_bytes() (" + std::to_string(plan.total) + ")"};
+    std::string sizes = std::to_string(plan.total);
+    if (!params.fused) {
+      PrefillParams fused = params;
+      fused.fused = true;
+      sizes += "; " + std::to_string(plan_workspace(fused).total) + " with fused = true";
+    }
+    return {StatusCode::kWorkspaceTooSmall, "prefill: workspace_bytes (" + std::to_string(params.workspace_bytes) +
+                                                ") is below prefill_workspace_bytes() (" + sizes + ")"};
   }
   if (plan.total > 0 && params.workspace == nullptr) {
     return invalid_argument("prefill: workspace is null but " + std::to_string(plan.total) +
@@ -162,6 +169,16 @@ Status prefill_unguarded(const PrefillParams& params) {
 }
 
 }  // namespace
+
+bool pipeline_detail::runs_fused(const PrefillParams& params) {
+  if (params.fused) return true;
+  const bool scorer_allows = params.indexer.kernel == IndexerKernel::kAuto ||
+                             params.indexer.kernel == IndexerKernel::kQResident;
+  if (!scorer_allows || params.workspace_bytes >= plan_workspace(params).total) return false;
+  PrefillParams fused = params;
+  fused.fused = true;
+  return params.workspace_bytes >= plan_workspace(fused).total;
+}
 
 Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes) {
   return detail::no_throw("prefill_workspace_bytes", [&] {

@@ -3,6 +3,7 @@
 // fused candidates, no logits). All of them answer without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,6 +11,7 @@
 #include "common/validation.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/pipeline.h"
+#include "pipeline/params.h"
 
 namespace fp8dsa {
 namespace {
@@ -166,12 +168,41 @@ TEST(TopkWorkspace, RejectsShapesValidateRejects) {
 TEST(Prefill, RejectsWorkspaceTooSmallWithBothSizes) {
   PrefillParams p = small_params();
   const size_t need = prefill_workspace_bytes(p);
+  PrefillParams f = p;
+  f.fused = true;
+  const size_t fused_need = prefill_workspace_bytes(f);
   p.workspace = testing::stand_in_arena();
-  p.workspace_bytes = need - 1;
+  p.workspace_bytes = std::min(need, fused_need) - 1;  // fits neither path
   const Status s = prefill(p);
   EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
-  EXPECT_NE(s.message().find(std::to_string(need - 1)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::to_string(p.workspace_bytes)), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(std::to_string(need)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::to_string(fused_need) + " with fused = true"), std::string::npos) << s.message();
+}
+
+// fused = false takes the unfused path (faster at every shape measured) where the workspace holds its
+// logits, and the fused one where it holds only the fused path's needs.
+TEST(Prefill, SelectsTheFusedPathWhereOnlyItsWorkspaceFits) {
+  PrefillParams p = small_params();
+  p.indexer.num_tokens = p.attention.num_tokens = 64;
+  p.indexer.num_keys = p.attention.num_kv = int64_t{1} << 20;  // 256 MB of logits
+  ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  const size_t unfused = prefill_workspace_bytes(p);
+  PrefillParams f = p;
+  f.fused = true;
+  const size_t fused = prefill_workspace_bytes(f);
+  ASSERT_LT(fused, unfused);
+  p.workspace_bytes = unfused;
+  EXPECT_FALSE(pipeline_detail::runs_fused(p));
+  p.workspace_bytes = fused;
+  EXPECT_TRUE(pipeline_detail::runs_fused(p));
+  p.workspace_bytes = fused - 1;
+  EXPECT_FALSE(pipeline_detail::runs_fused(p));
+  f.workspace_bytes = unfused;
+  EXPECT_TRUE(pipeline_detail::runs_fused(f));  // forced
+  p.workspace_bytes = fused;
+  p.indexer.kernel = IndexerKernel::kKResident;  // the fused path runs the Q-resident scorer only
+  EXPECT_FALSE(pipeline_detail::runs_fused(p));
 }
 
 TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {

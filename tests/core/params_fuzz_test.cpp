@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/valid_params.h"
 #include "common/validation.h"
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/lse_merge.h"
@@ -129,16 +130,7 @@ void fuzz(const P& good, const std::vector<Field<P>>& fields, const std::vector<
 }
 
 TEST(ParamsFuzz, Indexer) {
-  IndexerParams good;
-  good.num_tokens = 100;
-  good.num_keys = 300;
-  good.q = at<const void>(0);
-  good.w = at<const float>(256);
-  good.k = at<const void>(512);
-  good.k_scale = at<const float>(768);
-  good.ks = at<const int32_t>(1024);
-  good.ke = at<const int32_t>(1280);
-  good.logits = at<float>(1536);
+  const IndexerParams good = testing::valid_indexer_params();
   using P = IndexerParams;
   const std::vector<Field<P>> fields = {
       {"num_tokens", setter(&P::num_tokens)},         {"num_keys", setter(&P::num_keys)},
@@ -162,13 +154,7 @@ TEST(ParamsFuzz, Indexer) {
 }
 
 TEST(ParamsFuzz, Topk) {
-  TopkParams good;
-  good.num_rows = 37;
-  good.num_keys = 5000;
-  good.logits = at<const float>(0);
-  good.ks = at<const int32_t>(256);
-  good.ke = at<const int32_t>(512);
-  good.indices = at<int32_t>(768);
+  TopkParams good = testing::valid_topk_params();
   good.page_table = at<const int32_t>(1024);
   good.page_size = 64;
   good.pages_per_seq = 40;
@@ -200,18 +186,9 @@ TEST(ParamsFuzz, Topk) {
 TEST(ParamsFuzz, SparseMla) {
   for (KvFormat format : {KvFormat::kE4m3, KvFormat::kDeepSeekV32}) {
     SCOPED_TRACE(kv_format_name(format));
-    SparseMlaParams good;
-    good.num_tokens = 213;
-    good.num_kv = 1840;
+    SparseMlaParams good = testing::valid_sparse_mla_params();
     good.kv_format = format;
     good.q_dtype = format == KvFormat::kDeepSeekV32 ? DType::kBF16 : DType::kE4M3;
-    good.q = at<const void>(0);
-    good.kv = at<const void>(256);
-    good.indices = at<const int32_t>(512);
-    good.topk = 256;
-    good.sm_scale = 0.07f;
-    good.out = at<void>(768);
-    good.lse = at<float>(1024);
     using P = SparseMlaParams;
     const std::vector<Field<P>> fields = {
         {"num_tokens", setter(&P::num_tokens)},

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "common/valid_params.h"
 #include "common/validation.h"
 #include "fp8dsa/indexer.h"
 
@@ -20,19 +21,7 @@ void expect_rejected(const IndexerParams& p, StatusCode code, const std::string&
 }
 
 IndexerParams good_params() {
-  IndexerParams p;
-  p.num_tokens = 100;
-  p.num_keys = 300;
-  p.num_heads = 64;
-  p.head_dim = 128;
-  p.q = at(0);
-  p.w = reinterpret_cast<const float*>(at(256));
-  p.k = at(512);
-  p.k_scale = reinterpret_cast<const float*>(at(768));
-  p.ks = reinterpret_cast<const int32_t*>(at(1024));
-  p.ke = reinterpret_cast<const int32_t*>(at(1280));
-  p.logits = reinterpret_cast<float*>(const_cast<unsigned char*>(at(1536)));
-  return p;
+  return testing::valid_indexer_params();
 }
 
 TEST(IndexerValidate, AcceptsGoodParams) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "common/valid_params.h"
 #include "common/validation.h"
 #include "fp8dsa/sparse_mla.h"
 
@@ -20,18 +21,7 @@ void expect_rejected(const SparseMlaParams& p, StatusCode code, const std::strin
 }
 
 SparseMlaParams good_params() {
-  SparseMlaParams p;
-  p.num_tokens = 213;
-  p.num_kv = 1840;
-  p.num_heads = 128;
-  p.q = at<const void>(0);
-  p.kv = at<const void>(256);
-  p.indices = at<const int32_t>(512);
-  p.topk = 256;
-  p.sm_scale = 0.0721688f;
-  p.out = at<void>(768);
-  p.lse = at<float>(1024);
-  return p;
+  return testing::valid_sparse_mla_params();
 }
 
 TEST(SparseMlaValidate, AcceptsGoodParams) {

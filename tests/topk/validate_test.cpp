@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "common/valid_params.h"
 #include "common/validation.h"
 #include "fp8dsa/topk.h"
 
@@ -19,15 +20,7 @@ void expect_rejected(const TopkParams& p, StatusCode code, const std::string& ne
 }
 
 TopkParams good_params() {
-  TopkParams p;
-  p.num_rows = 37;
-  p.num_keys = 5000;
-  p.logits = at<const float>(0);
-  p.ks = at<const int32_t>(256);
-  p.ke = at<const int32_t>(512);
-  p.k = 2048;
-  p.indices = at<int32_t>(768);
-  return p;
+  return testing::valid_topk_params();
 }
 
 TopkParams with_page_table(TopkParams p) {

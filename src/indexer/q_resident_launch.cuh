@@ -63,11 +63,13 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   if constexpr (kHeads >= 32) {
     if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args);
   }
+#if defined(FP8DSA_TUNING)
   if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {
-    // Alternatives kept for the timing driver's comparison.
+    // Alternatives kept for the timing driver's comparison (measured slower: bench/RESULTS.md).
     if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args);
     if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args);
   }
+#endif
   if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args);
   return invalid_argument("indexer q_resident: variant " + std::to_string(static_cast<int>(shape)) +
                           " is not built for H = " + std::to_string(kHeads) + ", D = " + std::to_string(kDim));

@@ -30,7 +30,7 @@ struct ScorerArgs {
 // consumer warpgroups; narrow: B = 128 columns (128 / H tokens, the seed's N_TOKENS), three.
 // "Shared": every consumer scores every key tile with its own token block; otherwise the
 // consumers share one token block and split the key tiles. kWide / kNarrow exist for H >= 32,
-// D = 128 only (timing comparison).
+// D = 128 only, in FP8DSA_TUNING builds (timing comparison).
 enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarrowShared };
 
 struct QResidentTuning {

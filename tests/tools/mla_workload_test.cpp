@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "fp8dsa/fp8.h"
@@ -52,6 +53,7 @@ TEST(MlaWorkload, UnroundedValuesRoundToTheInputs) {
     }
   }
   EXPECT_TRUE(tools::make_mla_workload(small_spec(tools::MlaValues::kRandom, 0)).q_unrounded.empty());
+  EXPECT_THROW(tools::make_mla_workload(small_spec(tools::MlaValues::kRandom, -1)), std::invalid_argument);
 }
 
 // The fraction of rows whose largest score lies in the first quarter of their selection: about a

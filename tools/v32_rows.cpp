@@ -53,8 +53,13 @@ void dequantize_v32_row(const uint8_t* row, float* values) {
 
 V32Workload make_v32_workload(const MlaWorkload& w, uint64_t seed, double block_sigma) {
   const MlaWorkloadSpec& s = w.spec;
+  const bool continuous = s.unrounded_every == 1 && !w.kv_unrounded.empty();
   V32Workload v;
   v.kv.resize(static_cast<size_t>(s.num_kv) * kV32RowBytes);
+  if (continuous) {
+    v.kv_unrounded.resize(w.kv_unrounded.size());
+    v.q_unrounded.resize(w.q_unrounded.size());
+  }
   v.kv_dequant_bf16.resize(static_cast<size_t>(s.num_kv) * kDqk);
   const auto lognormal = [&](uint64_t stream, int64_t index) {
     return static_cast<float>(std::exp(block_sigma * normal(seed, stream, static_cast<uint64_t>(index))));
@@ -66,7 +71,9 @@ V32Workload make_v32_workload(const MlaWorkload& w, uint64_t seed, double block_
     float values[kDqk];
     for (int c = 0; c < kDqk; ++c) {
       const int block = std::min(c / kV32ScaleBlock, kBlocks);  // the rope's factor past the nope
-      values[c] = e4m3_to_float(w.kv[static_cast<size_t>(n * kDqk + c)]) * factors[block];
+      const size_t i = static_cast<size_t>(n * kDqk + c);
+      values[c] = (continuous ? w.kv_unrounded[i] : e4m3_to_float(w.kv[i])) * factors[block];
+      if (continuous) v.kv_unrounded[i] = values[c];
     }
     uint8_t* row = v.kv.data() + n * kV32RowBytes;
     quantize_v32_row(values, row);
@@ -76,7 +83,10 @@ V32Workload make_v32_workload(const MlaWorkload& w, uint64_t seed, double block_
   v.q_bf16.resize(w.q.size());
   parallel_for(0, static_cast<int64_t>(w.q.size()), [&](int64_t i) {
     const float perturbation = 1.0f + 0.01f * normal(seed, kQueryPerturbation, static_cast<uint64_t>(i));
-    v.q_bf16[static_cast<size_t>(i)] = float_to_bf16(e4m3_to_float(w.q[static_cast<size_t>(i)]) * perturbation);
+    const size_t j = static_cast<size_t>(i);
+    const float value = (continuous ? w.q_unrounded[j] : e4m3_to_float(w.q[j])) * perturbation;
+    v.q_bf16[j] = float_to_bf16(value);
+    if (continuous) v.q_unrounded[j] = value;
   });
   return v;
 }

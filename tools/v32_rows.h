@@ -25,12 +25,18 @@ struct V32Workload {
   // [N, 576] bf16 of each row's dequantised values (bf16 rounding of e4m3 * scale; the rope as
   // stored): what an engine feeds a BF16 kernel (FlashMLA) after dequantising the cache.
   std::vector<uint16_t> kv_dequant_bf16;
+  // From a workload that keeps every token's unrounded values (unrounded_every == 1): the values
+  // before their rounding to bf16 q and to the V3.2 rows (SPEC 6's R0), q [T, h, 576] and kv
+  // [N, 576] f32. Empty otherwise.
+  std::vector<float> q_unrounded, kv_unrounded;
 };
 
 // The V3.2-format form of w: kv row n holds w's e4m3 values with nope block b multiplied by a
 // per-(row, block) lognormal factor exp(block_sigma * N(0, 1)) and the rope by one more such
 // factor per row, then quantize_v32_row; q holds w's q values times (1 + 0.01 N(0, 1)) per element,
 // as bf16 (so q is not e4m3-exact). Indices are w's. The draws depend on (seed, row, column) only.
+// Where w keeps every token's unrounded values (spec.unrounded_every == 1), those take the place of
+// its e4m3 values, and the result keeps its own unrounded values too.
 V32Workload make_v32_workload(const MlaWorkload& w, uint64_t seed, double block_sigma = 0.5);
 
 // As mla_params(w, h), over v's inputs: kv_format kDeepSeekV32, bf16 q, 656-byte rows.

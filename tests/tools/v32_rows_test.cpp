@@ -135,5 +135,47 @@ TEST(V32Rows, WorkloadInTheV32Format) {
   EXPECT_THROW(tools::v32_mla_params(w, tools::V32Workload{}, 8), std::invalid_argument);
 }
 
+// From a workload with its unrounded values, the V3.2 form keeps its own (the values its bf16 q and
+// quantised rows round), and the CPU reference's output passes the check against that rounding.
+TEST(V32Rows, UnroundedValuesAndTheRoundingCheck) {
+  tools::MlaWorkloadSpec spec;
+  spec.num_tokens = 12;
+  spec.num_kv = 384;
+  spec.num_heads = 8;
+  spec.topk = 128;
+  spec.score_std = 3.0;
+  spec.unrounded_every = 1;
+  const tools::MlaWorkload w = tools::make_mla_workload(spec);
+  const tools::V32Workload v = tools::make_v32_workload(w, 5);
+  ASSERT_EQ(v.q_unrounded.size(), v.q_bf16.size());
+  ASSERT_EQ(v.kv_unrounded.size(), w.kv.size());
+  for (size_t i = 0; i < v.q_bf16.size(); ++i) ASSERT_EQ(float_to_bf16(v.q_unrounded[i]), v.q_bf16[i]) << i;
+  std::vector<uint8_t> row(kV32RowBytes);
+  for (int64_t n = 0; n < spec.num_kv; ++n) {
+    tools::quantize_v32_row(v.kv_unrounded.data() + n * kDqk, row.data());
+    ASSERT_EQ(0, std::memcmp(row.data(), v.kv.data() + n * kV32RowBytes, kV32RowBytes)) << n;
+  }
+  EXPECT_TRUE(tools::make_v32_workload(tools::make_mla_workload([&] {
+                auto s = spec;
+                s.unrounded_every = 0;
+                return s;
+              }()), 5).q_unrounded.empty());
+
+  SparseMlaParams p = tools::v32_mla_params(w, v, spec.num_heads);
+  const size_t rows = static_cast<size_t>(spec.num_tokens) * spec.num_heads;
+  std::vector<uint16_t> out(rows * 512);
+  std::vector<float> lse(rows), max_logits(rows);
+  p.out = out.data();
+  p.lse = lse.data();
+  p.max_logits = max_logits.data();
+  ASSERT_TRUE(reference::sparse_mla_cpu(p).is_ok());
+  tools::SampledMlaReference ref;
+  ASSERT_TRUE(ref.build(p, 1, v.q_unrounded.data(), p.resolved().q_token_stride, v.kv_unrounded.data()).is_ok());
+  const tools::RoundingCheck c = ref.check_against_rounding(out.data(), lse.data(), max_logits.data());
+  EXPECT_TRUE(c.passed) << c.description;
+  EXPECT_GT(c.rounding_max_lse_error, 1e-3) << c.description;  // bf16 q and the V3.2 quantisation
+  EXPECT_LT(c.kernel.max_lse_error, 1e-5) << c.description;
+}
+
 }  // namespace
 }  // namespace fp8dsa

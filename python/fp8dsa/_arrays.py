@@ -94,6 +94,11 @@ def real(op, name, value):
     return float(value)
 
 
+def scales(op, sm_scale, q_scale, kv_scale):
+    """The attention calls' three scalar scales through `real`."""
+    return real(op, "sm_scale", sm_scale), real(op, "q_scale", q_scale), real(op, "kv_scale", kv_scale)
+
+
 def _numpy_dtype(name):
     if name == "bfloat16":
         return ml_dtypes.bfloat16 if ml_dtypes is not None else np.uint16

@@ -93,8 +93,7 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     flash_mla_sparse_fwd; returns (out, max_logits, lse).
     """
     op = "sparse_mla_prefill"
-    sm_scale, q_scale, kv_scale = (_arrays.real(op, n, v) for n, v in
-                                   (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
+    sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
                                              max_logits, lse, kv_format)
     view = _arrays.dlpack_view

@@ -23,8 +23,7 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     V3.2 rows' e4m3 * scale and bf16 rope), exact softmax; returns (out, max_logits, lse).
     """
     op = "reference.sparse_mla_prefill"
-    sm_scale, q_scale, kv_scale = (_arrays.real(op, n, v) for n, v in
-                                   (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
+    sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     out, max_logits, lse = _sparse_mla.sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink,
                                                          topk_length, out, max_logits, lse,
                                                          kv_format)
@@ -63,8 +62,7 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     max_logits, lse).
     """
     op = "reference.prefill"
-    sm_scale, q_scale, kv_scale = (_arrays.real(op, n, v) for n, v in
-                                   (("sm_scale", sm_scale), ("q_scale", q_scale), ("kv_scale", kv_scale)))
+    sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     index_k, index_k_scale, out, max_logits, lse = _pipeline.prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out,
         max_logits, lse)

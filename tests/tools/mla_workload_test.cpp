@@ -12,6 +12,7 @@
 #include "tools/metrics.h"
 #include "tools/mla_workload.h"
 #include "tools/sampled_mla_reference.h"
+#include "reference_run.h"
 
 namespace fp8dsa {
 namespace {
@@ -99,25 +100,19 @@ TEST(MlaWorkload, RandomScoresDoNotFollowTheSelectionOrder) {
 // the rounding's error (Rq against R0) reported; a wrong lse fails it.
 TEST(RoundingCheck, ReferenceOutputPassesAndAWrongLseFails) {
   const tools::MlaWorkload w = tools::make_mla_workload(small_spec(tools::MlaValues::kRandom, 1));
-  SparseMlaParams p = tools::mla_params(w, w.spec.num_heads);
-  const size_t rows = static_cast<size_t>(w.spec.num_tokens) * w.spec.num_heads;
-  std::vector<uint16_t> out(rows * 512);
-  std::vector<float> lse(rows), max_logits(rows);
-  p.out = out.data();
-  p.lse = lse.data();
-  p.max_logits = max_logits.data();
-  ASSERT_TRUE(reference::sparse_mla_cpu(p).is_ok());
-  tools::SampledMlaReference ref;
-  ASSERT_TRUE(ref.build(p, 1, w.q_unrounded.data(), p.q_token_stride, w.kv_unrounded.data()).is_ok());
-  const tools::RoundingCheck c = ref.check_against_rounding(out.data(), lse.data(), max_logits.data());
+  tools_test::ReferenceRun run;
+  tools_test::run_reference(tools::mla_params(w, w.spec.num_heads), w.q_unrounded.data(), w.kv_unrounded.data(), &run);
+  if (::testing::Test::HasFatalFailure()) return;
+  const tools::RoundingCheck c = run.check();
   EXPECT_TRUE(c.passed) << c.description;
   EXPECT_GT(c.rounding_rel_l2, 1e-3) << c.description;        // e4m3 rounding of q and kv
   EXPECT_LT(c.out_error_ratio, 0.2) << c.description;         // bf16 output rounding only
   EXPECT_GT(c.rounding_max_lse_error, 1e-3) << c.description;
   EXPECT_LT(c.kernel.max_lse_error, 1e-5) << c.description;
-  lse[3] += static_cast<float>(c.lse_limit * 1.5);
-  EXPECT_FALSE(ref.check_against_rounding(out.data(), lse.data(), max_logits.data()).passed);
-  EXPECT_FALSE(tools::SampledMlaReference().check_against_rounding(out.data(), lse.data(), max_logits.data()).passed);
+  run.lse[3] += static_cast<float>(c.lse_limit * 1.5);
+  EXPECT_FALSE(run.check().passed);
+  EXPECT_FALSE(
+      tools::SampledMlaReference().check_against_rounding(run.out.data(), run.lse.data(), run.max_logits.data()).passed);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "tools/random_inputs.h"
 #include "tools/sampled_mla_reference.h"
 #include "tools/v32_rows.h"
+#include "reference_run.h"
 
 namespace fp8dsa {
 namespace {
@@ -161,17 +162,11 @@ TEST(V32Rows, UnroundedValuesAndTheRoundingCheck) {
                 return s;
               }()), 5).q_unrounded.empty());
 
-  SparseMlaParams p = tools::v32_mla_params(w, v, spec.num_heads);
-  const size_t rows = static_cast<size_t>(spec.num_tokens) * spec.num_heads;
-  std::vector<uint16_t> out(rows * 512);
-  std::vector<float> lse(rows), max_logits(rows);
-  p.out = out.data();
-  p.lse = lse.data();
-  p.max_logits = max_logits.data();
-  ASSERT_TRUE(reference::sparse_mla_cpu(p).is_ok());
-  tools::SampledMlaReference ref;
-  ASSERT_TRUE(ref.build(p, 1, v.q_unrounded.data(), p.resolved().q_token_stride, v.kv_unrounded.data()).is_ok());
-  const tools::RoundingCheck c = ref.check_against_rounding(out.data(), lse.data(), max_logits.data());
+  tools_test::ReferenceRun run;
+  tools_test::run_reference(tools::v32_mla_params(w, v, spec.num_heads), v.q_unrounded.data(), v.kv_unrounded.data(),
+                            &run);
+  if (::testing::Test::HasFatalFailure()) return;
+  const tools::RoundingCheck c = run.check();
   EXPECT_TRUE(c.passed) << c.description;
   EXPECT_GT(c.rounding_max_lse_error, 1e-3) << c.description;  // bf16 q and the V3.2 quantisation
   EXPECT_LT(c.kernel.max_lse_error, 1e-5) << c.description;

@@ -31,10 +31,8 @@
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
 #include "tools/mla_workload.h"
-#include "sparse_mla_common.h"
-#if defined(FP8DSA_TUNING)
 #include "sparse_mla/launch.h"
-#endif
+#include "sparse_mla_common.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -152,6 +150,23 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   if (anchors || !ctx.mla_qk_chains.empty()) {
     ours.emplace_back("fp8dsa", AnchorOutputs{});
     FP8DSA_RETURN_IF_ERROR(outputs.download(&ours[0].second.out, &ours[0].second.lse, &ours[0].second.max_logits));
+  }
+  if (anchors) {
+    // The earlier 64-head design (one score and two value warpgroups) on the same inputs, until the
+    // seesaw kernel replaces it: rows "design=score_value".
+    ResultRow variant = row;
+    variant.shape += " design=score_value";
+    variant.kernel += " design=score_value";
+    sparse_mla::Fp8Tuning tuning;
+    tuning.heads64 = sparse_mla::Heads64Design::kScoreValue;
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla::launch_sparse_mla_fp8(p, tuning); },
+                                           variant, [&](double seconds, ResultRow& r) {
+                                             r.tflops = flops / seconds / 1e12;
+                                             r.gbps = (valid * kDimQk) / seconds / 1e9;
+                                           }));
+    ours.emplace_back("design=score_value", AnchorOutputs{});
+    AnchorOutputs& o = ours.back().second;
+    FP8DSA_RETURN_IF_ERROR(outputs.download(&o.out, &o.lse, &o.max_logits));
   }
 #if defined(FP8DSA_TUNING)
   // The other QK^T chain counts on the same inputs (rows "qk_chains=N"), with their accuracy.

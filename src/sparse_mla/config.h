@@ -97,6 +97,64 @@ enum Heads64Barrier : uint32_t {
   kBarrierEpilogue = 3,    // all 384 threads: the score group published the output scales
 };
 
+// The 64-head seesaw kernel (seesaw_kernel.cuh): one CTA per (token, 64-head block), a producer
+// and two math warpgroups that share every tile's work.
+//   warpgroup 0, the producer: Q and every K tile into the ring of kNumKStages stages (cp.async);
+//   math groups m = 0, 1 (warpgroups 1, 2): a token's tiles go in pairs; math group m scores tile
+//     2j + m of pair j (S = Q K^T, m64n64 SS, QK^T chains promoted to f32). The two exchange their
+//     rows' max bounds, so that both tiles of a pair take P against one reference, and write their
+//     P into their own P slot. Each then adds both tiles into its half of O^T (d_v [256m, 256m + 256),
+//     4 m64n64 accumulators): O^T += V^T . P^T, V^T the register A operand built from the gathered
+//     rows (value_layout.h), P^T the shared B operand; the QK^T chains of its next tile go in
+//     between on the tensor cores.
+struct SeesawConfig : MlaShape {
+  static constexpr int kHeads = 64;
+  static constexpr int kNumMathGroups = 2;
+  static constexpr int kDvPerMathGroup = kDv / kNumMathGroups;
+  static constexpr int kNumKStages = 5;  // two pairs and one tile of the gather's lead
+  static constexpr int kThreads = 128 * (1 + kNumMathGroups);
+  static constexpr int kMathThreads = 128 * kNumMathGroups;
+  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
+  // A math group holds O^T (128), S and one QK^T chain accumulator (64) and a k-step of V^T
+  // fragments (16); the producer only addresses.
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kMathRegs = 232;
+
+  static constexpr uint32_t kQBytes = kHeads * kDqk;
+  static constexpr uint32_t kPSlotBytes = kHeads * kKeysPerTile;  // [64 heads][64 keys] e4m3
+
+  static constexpr uint32_t kQOffset = 0;
+  static constexpr uint32_t kKOffset = kQOffset + kQBytes;
+  static constexpr uint32_t kPOffset = kKOffset + kNumKStages * kKTileBytes;       // [math group] P slots
+  static constexpr uint32_t kBoundOffset = kPOffset + kNumMathGroups * kPSlotBytes;  // [math group][64] f32
+  static constexpr uint32_t kAlphaOffset = kBoundOffset + kNumMathGroups * kHeads * 4;  // [math group][64] f32
+  static constexpr uint32_t kBarrierOffset = kAlphaOffset + kNumMathGroups * kHeads * 4;
+  // After the last pair the P slots hold the rows' partial results ([math group][64] float4) and
+  // then the output scales ([math group][64] f32).
+  static constexpr uint32_t kRowStateOffset = kPOffset;
+  static constexpr uint32_t kOutScaleOffset = kRowStateOffset + kNumMathGroups * kHeads * 16;
+  static constexpr uint32_t kNumBarriers = 2 * kNumKStages + 1;  // full[], empty[], q_full
+  static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
+  static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
+
+  static_assert(kDvPerMathGroup == Heads64Config::kDvPerValueGroup, "a math group's O^T is a value group's");
+  static_assert(kKOffset % 1024 == 0 && kPOffset % 1024 == 0 && kPSlotBytes % 1024 == 0,
+                "wgmma tiles start on a swizzle-pattern boundary (descriptor base_offset 0)");
+  static_assert(kOutScaleOffset + kNumMathGroups * kHeads * 4 <= kBoundOffset, "the row results fit the P slots");
+  static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
+  static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
+  static_assert(kProducerRegs + kMathRegs * kNumMathGroups <= kEntryRegs * kThreads / 128,
+                "setmaxnreg split must fit the registers the CTA is launched with");
+  static_assert(kNumKStages >= 4, "a pair is scored while the previous one is read");
+};
+
+// Named barriers of the seesaw kernel (0 is __syncthreads), all over the two math groups.
+enum SeesawBarrier : uint32_t {
+  kSeesawBounds = 1,  // both groups' row bounds of the pair published
+  kSeesawP = 2,       // both P slots and the pair's rescale factors written
+  kSeesawEnd = 3,     // the end: the loop done, the rows' partial results, the output scales
+};
+
 // The small-head kernel (h in {8, 16}): the transposed orientation, keys as the MMA rows. One CTA
 // per token: a producer warpgroup gathers Q and the K tiles into a ring; two consumer warpgroups
 // take alternate tiles, each transposes its tile into its own V^T buffer, scores S^T = K Q^T

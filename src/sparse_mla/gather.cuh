@@ -74,20 +74,22 @@ static_assert(2 * kGatherRowsPerPass == Heads64Config::kKeysPerTile && Heads64Co
               "a value group's two passes cover the 64 rows of a K tile and of Q");
 static_assert(Heads64Config::kDqk - Heads64Config::kDv == 64, "the rope is one 64-byte atom");
 
-// The small-head kernel's producer warpgroup: Q of the token's kQRows heads, then every K tile of
-// the token into the kNumKStages-stage ring at kKOffset (full[s]: 128 cp.async arrivals; empty[s]:
-// the consuming warpgroup's 128 threads).
+// A producer warpgroup (the small-head and the seesaw kernels): the kQRows rows of Q from q (its
+// first head; rows from q_rows on zero-filled), then tiles [0, num_tiles) of the token into the
+// kNumKStages-stage ring at kKOffset (full[s]: 128 cp.async arrivals; empty[s]: as many arrivals as
+// the consumers give). Positions past `length` are invalid keys: their rows are zero-filled.
 template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
 __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
-                                              uint64_t* q_full, int64_t token, int length, int num_tiles, int thread) {
+                                              uint64_t* q_full, int64_t token, const uint8_t* q, int q_rows,
+                                              int length, int num_tiles, int thread) {
   constexpr int kKeys = MlaShape::kKeysPerTile;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
-  const uint8_t* q = p.q + token * p.q_token_stride;
 #pragma unroll
   for (int pass = 0; pass < (kQRows + kGatherRowsPerPass - 1) / kGatherRowsPerPass; ++pass) {
     const int row = pass * kGatherRowsPerPass + row_in_pass;
-    if (row < kQRows) gather_row<kQRows>(smem + kQOffset, row, q + row * p.q_head_stride, true, quarter);
+    const bool valid = row < q_rows;
+    if (row < kQRows) gather_row<kQRows>(smem + kQOffset, row, valid ? q + row * p.q_head_stride : q, valid, quarter);
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 

@@ -109,6 +109,9 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }
+  if (tuning.heads64 == Heads64Design::kSeesaw && tuning.qk_chains == kDefaultQkChains) {
+    return launch_seesaw(k, grid, r.stream);
+  }
   return launch_heads64_chains(tuning.qk_chains, k, grid, r.stream);
 }
 

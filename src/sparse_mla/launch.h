@@ -43,10 +43,16 @@ constexpr bool transposed_by_default(int num_heads) { return has_transposed_kern
 constexpr int kDefaultV32QTerms = 2;
 constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
 
+// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh, QK^T in
+// kDefaultQkChains chains), or the earlier design of one score and two value warpgroups
+// (heads64_kernel.cuh, every instantiated chain count), kept to be measured beside it.
+enum class Heads64Design { kSeesaw, kScoreValue };
+
 struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;
   SmallHeads small_heads = SmallHeads::kDefault;
   int v32_q_terms = kDefaultV32QTerms;
+  Heads64Design heads64 = Heads64Design::kSeesaw;
 };
 
 // True where an FP8 tensor-core kernel exists for these (validated) params: d_qk 576, d_v 512,
@@ -60,6 +66,8 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
 // One per instantiation file (heads64_qk_chains*.cu, small_heads_h*.cu).
 template <int kQkChains>
 Status launch_heads64(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+// seesaw_heads64.cu
+Status launch_seesaw(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 // v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).

@@ -115,4 +115,25 @@ __device__ __forceinline__ void finish_qk_chains(float (&s)[S::kAccRegs], float 
   }
 }
 
+// All kQkChains chains with two accumulators only (for a warpgroup that also holds O): chain 0 into
+// s, every later chain into part, waited for and added before the next one is issued. Returns with
+// every chain complete and added into s.
+template <class S, int kQkChains, int c = 0>
+__device__ __forceinline__ void qk_chains_two_accumulators(float (&s)[S::kAccRegs], float (&part)[S::kAccRegs],
+                                                           uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (c == 0) {
+    issue_qk_chain<S, kQkChains, 0>(s, desc_a, desc_b);
+    if constexpr (kQkChains == 1) {
+      hopper::wgmma_wait_group<0>();
+      hopper::wgmma_fence_operands(s);
+    }
+    qk_chains_two_accumulators<S, kQkChains, 1>(s, part, desc_a, desc_b);
+  } else if constexpr (c < kQkChains) {
+    issue_qk_chain<S, kQkChains, c>(part, desc_a, desc_b);
+    hopper::wgmma_wait_group<0>();
+    add_into(s, part);
+    qk_chains_two_accumulators<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
+  }
+}
+
 }  // namespace fp8dsa::sparse_mla

@@ -27,20 +27,16 @@ namespace fp8dsa::sparse_mla {
 // V3.2 kernel's value groups by the weights their P_b apply). Gathered into one struct, they made
 // ptxas schedule the 576-byte kernel's score group differently, 1% slower on the H200.
 
-// One tile: the keys the ballots mark invalid (bit l of valid_even / valid_odd: key 2l / 2l + 1)
-// masked, the lazily rescaled online softmax, P as e4m3 A-fragment words in pf (key_order.h) and
-// each row half's rescale factor in alpha. on_alpha(alpha) runs as soon as the factors are known,
-// before the exponentials (to publish them ahead of P).
+// softmax_tile's default on_alpha: nothing.
 struct NoAlphaHook {
   __device__ __forceinline__ void operator()(const float (&)[2]) const {}
 };
 
-template <bool kSumQuantised, class OnAlpha = NoAlphaHook>
-__device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even, uint32_t valid_odd, int lane,
-                                             float scale_log2, uint32_t (&pf)[2][4], float (&alpha)[2],
-                                             float (&thread_max)[2], float (&m_bound)[2], float (&m_ref)[2],
-                                             float (&sum_f32)[2], float (&sum_e4m3)[2],
-                                             const OnAlpha& on_alpha = OnAlpha{}) {
+// The first half of a tile's softmax: the keys the ballots mark invalid (bit l of valid_even /
+// valid_odd: key 2l / 2l + 1) masked to -inf, thread_max updated, and upper bounds of the two rows'
+// maxima over the tile (quad_max_bounds; unscaled scores).
+__device__ __forceinline__ float2 mask_and_bound_rows(float (&s)[32], uint32_t valid_even, uint32_t valid_odd,
+                                                      int lane, float (&thread_max)[2]) {
   if ((valid_even & valid_odd) != 0xffffffffu) {  // warp-uniform; most tiles are all valid
     const uint32_t even = valid_even >> (lane % 4), odd = valid_odd >> (lane % 4);
 #pragma unroll
@@ -51,14 +47,17 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even
   }
   const auto max_op = [](float x, float y) { return fmaxf(x, y); };
   const float tile_max[2] = {reduce_row_half(s, 0, max_op), reduce_row_half(s, 1, max_op)};
-  const float2 bound = quad_max_bounds(tile_max[0], tile_max[1]);
-  float bias[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
-    alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
-  }
-  on_alpha(alpha);
+  for (int h = 0; h < 2; ++h) thread_max[h] = fmaxf(thread_max[h], tile_max[h]);
+  return quad_max_bounds(tile_max[0], tile_max[1]);
+}
+
+// The second half: P = exp2(s * scale_log2 + bias) as e4m3 A-fragment words in pf (key_order.h) and
+// the row sums, rescaled by alpha first.
+template <bool kSumQuantised>
+__device__ __forceinline__ void tile_probabilities(float (&s)[32], float scale_log2, const float (&bias)[2],
+                                                   const float (&alpha)[2], uint32_t (&pf)[2][4],
+                                                   float (&sum_f32)[2], float (&sum_e4m3)[2]) {
 #pragma unroll
   for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
   p_fragment(pf[0], s, 0);
@@ -87,17 +86,40 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even
   }
 }
 
+// One tile's whole softmax for a score group that holds every key of its rows: the two halves above
+// with the lazy rescale between them. on_alpha(alpha) runs as soon as the factors are known, before
+// the exponentials (to publish them ahead of P).
+template <bool kSumQuantised, class OnAlpha = NoAlphaHook>
+__device__ __forceinline__ void softmax_tile(float (&s)[32], uint32_t valid_even, uint32_t valid_odd, int lane,
+                                             float scale_log2, uint32_t (&pf)[2][4], float (&alpha)[2],
+                                             float (&thread_max)[2], float (&m_bound)[2], float (&m_ref)[2],
+                                             float (&sum_f32)[2], float (&sum_e4m3)[2],
+                                             const OnAlpha& on_alpha = OnAlpha{}) {
+  const float2 bound = mask_and_bound_rows(s, valid_even, valid_odd, lane, thread_max);
+  float bias[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    alpha[h] = lazy_rescale((h == 0 ? bound.x : bound.y) * scale_log2, m_bound[h], m_ref[h], bias[h]);
+  on_alpha(alpha);
+  tile_probabilities<kSumQuantised>(s, scale_log2, bias, alpha, pf, sum_f32, sum_e4m3);
+}
+
+// P's words pf (p_fragment's) into the P slot at p_slot ([64 heads][64 keys] K-major SW64, in the
+// key order of key_order.h).
+__device__ __forceinline__ void store_p(uint32_t p_slot, int warp, int lane, const uint32_t (&pf)[2][4]) {
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) hopper::sts32(p_slot + p_slot_offset(warp, lane, ks, j), pf[ks][j]);
+}
+
 // P into P slot `slot` of a kernel whose config C has it ([64 heads][64 keys] K-major SW64, in the
 // key order of key_order.h), with the tile's rescale factors and the warp's "any row rescaled" flag;
 // then the fence that makes the stores visible to the value groups' wgmma.
 template <class C>
 __device__ __forceinline__ void publish_p(uint32_t smem, uint8_t* smem_ptr, int slot, int warp, int lane, int row_lo,
                                           const uint32_t (&pf)[2][4], const float (&alpha)[2]) {
-  const uint32_t p_slot = smem + C::kPOffset + slot * C::kPSlotBytes;
-#pragma unroll
-  for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) hopper::sts32(p_slot + p_slot_offset(warp, lane, ks, j), pf[ks][j]);
+  store_p(smem + C::kPOffset + slot * C::kPSlotBytes, warp, lane, pf);
   // Every lane of a quad (warp) stores the same value: no lane test, whose lane id ptxas reloads
   // with a slow S2R under register pressure.
   float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset);

@@ -35,11 +35,12 @@ __device__ __forceinline__ void rescale_value_accumulators(float (&o)[4][32], co
   }
 }
 
-// O^T[mb] += V^T[mb] . P^T for one k-step, committed and waited for (the fragments may be reused
-// on return). Blocks 0, 1 take the P^T of desc_lo, blocks 2, 3 that of desc_hi: the same P for
-// 576-byte rows, the two scale blocks' P_b for V3.2 rows (v32_kernel.cuh).
-__device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_lo,
-                                               uint64_t desc_hi) {
+// O^T[mb] += V^T[mb] . P^T for one k-step as one committed wgmma group, not waited for: the
+// fragments and O^T stay in use until the caller's wgmma_wait_group covers it. Blocks 0, 1 take
+// the P^T of desc_lo, blocks 2, 3 that of desc_hi: the same P for 576-byte rows, the two scale
+// blocks' P_b for V3.2 rows (v32_kernel.cuh).
+__device__ __forceinline__ void issue_value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_lo,
+                                                     uint64_t desc_hi) {
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb) {
     hopper::wgmma_fence_operands(o[mb]);
@@ -50,13 +51,25 @@ __device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&fra
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb) hopper::WgmmaE4m3<64>::rs(o[mb], frag[mb], mb < 2 ? desc_lo : desc_hi, true);
   hopper::wgmma_commit_group();
-  hopper::wgmma_wait_group<0>();
+}
+
+// After a wait that covers issue_value_mma_step's group: O^T and the fragments are the thread's
+// again (the register fences keep later uses after the wait).
+__device__ __forceinline__ void value_mma_operands_free(float (&o)[4][32], uint32_t (&frag)[4][4]) {
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb) {
     hopper::wgmma_fence_operands(o[mb]);
 #pragma unroll
     for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(frag[mb][j]);
   }
+}
+
+// The same, committed and waited for (the fragments may be reused on return).
+__device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&frag)[4][4], uint64_t desc_lo,
+                                               uint64_t desc_hi) {
+  issue_value_mma_step(o, frag, desc_lo, desc_hi);
+  hopper::wgmma_wait_group<0>();
+  value_mma_operands_free(o, frag);
 }
 
 }  // namespace fp8dsa::sparse_mla

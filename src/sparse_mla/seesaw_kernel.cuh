@@ -1,0 +1,270 @@
+// The native FP8 sparse MLA kernel for one (token, 64-head block) per CTA, with two math warpgroups
+// in seesaw: each scores every other tile and both add every tile into their half of O^T. QK^T and
+// P.V both on the e4m3 tensor cores (SASS QGMMA). Roles and shared-memory plan: config.h
+// (SeesawConfig).
+//
+// Per pair j of tiles (a = 2j, b = 2j + 1), math group m (own tile t = 2j + m, S(t) complete):
+//   mask S(t), bound its rows' maxima -> exchange the bounds with the other group -> one lazily
+//   moved reference for both tiles, the same in both groups (the same inputs, the same code) ->
+//   P(t) as e4m3 into P slot m, the pair's rescale factors -> barrier: both P slots written ->
+//   O^T *= the factors (every pair, whatever the data) -> on the tensor cores, in turn: the QK^T
+//   chains of tile t + 2 and the four P.V k-steps of tiles a and b (V^T fragments loaded between) ->
+//   every wgmma complete at the loop edge.
+// The softmax of a pair runs while the tensor cores are idle only for its exchange and exponentials;
+// each group's QK^T of the next pair and both groups' P.V of this one keep them busy otherwise.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "hopper/mbarrier.cuh"
+#include "hopper/smem_access.cuh"
+#include "hopper/smem_descriptor.h"
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+#include "sparse_mla/config.h"
+#include "sparse_mla/gather.cuh"
+#include "sparse_mla/kernel_args.h"
+#include "sparse_mla/online_softmax.cuh"
+#include "sparse_mla/pipeline.cuh"
+#include "sparse_mla/score_gemm.cuh"
+#include "sparse_mla/score_rows.cuh"
+#include "sparse_mla/value_gemm.cuh"
+
+namespace fp8dsa::sparse_mla {
+namespace seesaw {
+
+using C = SeesawConfig;
+using hopper::Swizzle;
+using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
+
+// QK^T in 5 chains: promoted every 128 elements (launch.h: kDefaultQkChains).
+constexpr int kQkChains = 5;
+
+struct Barriers {
+  uint64_t* full;   // [kNumKStages] tile gathered: one cp.async arrival per producer thread
+  uint64_t* empty;  // [kNumKStages] every math thread is done with the stage
+  uint64_t* q_full;
+
+  __device__ __forceinline__ static Barriers at(uint8_t* smem) {
+    Barriers b;
+    b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
+    b.empty = b.full + C::kNumKStages;
+    b.q_full = b.empty + C::kNumKStages;
+    return b;
+  }
+  __device__ __forceinline__ void init() const {
+    for (int s = 0; s < C::kNumKStages; ++s) {
+      hopper::mbarrier_init(&full[s], 128);
+      hopper::mbarrier_init(&empty[s], C::kMathThreads);
+    }
+    hopper::mbarrier_init(q_full, 128);
+    hopper::mbarrier_init_fence();
+  }
+};
+
+__device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
+  return smem + C::kKOffset + (tile % C::kNumKStages) * C::kKTileBytes;
+}
+__device__ __forceinline__ void wait_full(const Barriers& bars, int tile) {
+  wait_barrier(&bars.full[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
+}
+
+// P.V of a pair after its P slots are written: the four k-steps of tiles a and b into the group's
+// d_v half of O^T, the fragments of one k-step loaded while the previous one runs. Each stage is
+// released once this thread has read its V^T. Every wgmma is complete on return.
+// (The QK^T chains of the next tile follow rather than interleave: S, a chain accumulator, O^T and
+// a k-step's fragments together do not fit a math group's 240 registers.)
+__device__ __forceinline__ void pair_values(float (&o)[4][32], const ValueLoads& loads, uint32_t stage_a,
+                                            uint32_t stage_b, uint64_t* empty_a, uint64_t* empty_b,
+                                            uint64_t desc_p0) {
+  const uint64_t desc_p1 = hopper::advance_descriptor(desc_p0, C::kPSlotBytes);
+  uint32_t frag[2][4][4];
+  load_value_fragments(frag[0], stage_a, loads, 0);
+  issue_value_mma_step(o, frag[0], desc_p0, desc_p0);
+  load_value_fragments(frag[1], stage_a, loads, 1);
+  hopper::mbarrier_arrive(empty_a);
+  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_p0, 32), hopper::advance_descriptor(desc_p0, 32));
+  hopper::wgmma_wait_group<1>();
+  value_mma_operands_free(o, frag[0]);
+  load_value_fragments(frag[0], stage_b, loads, 0);
+  issue_value_mma_step(o, frag[0], desc_p1, desc_p1);
+  hopper::wgmma_wait_group<1>();
+  value_mma_operands_free(o, frag[1]);
+  load_value_fragments(frag[1], stage_b, loads, 1);
+  hopper::mbarrier_arrive(empty_b);
+  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_p1, 32), hopper::advance_descriptor(desc_p1, 32));
+  hopper::wgmma_wait_group<0>();
+  value_mma_operands_free(o, frag[0]);
+  value_mma_operands_free(o, frag[1]);
+}
+
+// Math group m (warpgroups 1 and 2). A thread holds rows (heads) row_lo and row_lo + 8 of S and 16
+// of the tile's 64 keys (hopper/wgmma_layout.h), and 8 d_v columns x 16 heads of O^T (value_layout.h).
+template <int m>
+__device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
+                                           int64_t token, int head_block, int length, int num_pairs, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  const int row_lo = warp * 16 + lane / 4;
+  const int32_t* indices = p.indices + token * p.indices_stride;
+  const float scale_log2 = p.score_scale_log2;
+  const uint64_t desc_q = hopper::kmajor_descriptor(smem + C::kQOffset, Swizzle::k64B, C::kHeads, 0);
+  const uint64_t desc_p0 = hopper::kmajor_descriptor(smem + C::kPOffset, Swizzle::k64B, C::kHeads, 0);
+  const auto k_descriptor = [&](int tile) {
+    return hopper::kmajor_descriptor(stage_address(smem, tile), Swizzle::k64B, C::kKeysPerTile, 0);
+  };
+  float* bound_buf = reinterpret_cast<float*>(smem_ptr + C::kBoundOffset);
+  float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset) + m * C::kHeads;
+  const ValueLoads loads = value_loads(m, thread);
+
+  // The rows' softmax state (score_rows.cuh); m_bound and m_ref are the same in both groups.
+  float thread_max[2] = {-INFINITY, -INFINITY}, m_bound[2] = {-INFINITY, -INFINITY};
+  float m_ref[2] = {-INFINITY, -INFINITY}, sum_f32[2] = {0.0f, 0.0f}, sum_e4m3[2] = {0.0f, 0.0f};
+  float o[4][32];
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+    for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
+  float s[32], part[32];
+
+  // Lane l checks keys 2l and 2l + 1 of the group's tile (each warp the whole tile).
+  int32_t idx_even = index_at(indices, m * C::kKeysPerTile + 2 * lane, length);
+  int32_t idx_odd = index_at(indices, m * C::kKeysPerTile + 2 * lane + 1, length);
+  if (num_pairs > 0) {
+    wait_barrier(bars.q_full, 0);
+    wait_full(bars, m);
+    hopper::fence_proxy_async_smem();  // cp.async wrote Q and the tile; wgmma reads them
+    qk_chains_two_accumulators<Shape, kQkChains>(s, part, desc_q, k_descriptor(m));
+  }
+  for (int pair = 0; pair < num_pairs; ++pair) {
+    const int tile = 2 * pair + m;
+    const float2 bound = mask_and_bound_rows(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
+                                             __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane,
+                                             thread_max);
+    // Every lane of a quad stores the same value: no lane test.
+    bound_buf[m * C::kHeads + row_lo] = bound.x;
+    bound_buf[m * C::kHeads + row_lo + 8] = bound.y;
+    hopper::named_barrier_sync(kSeesawBounds, C::kMathThreads);
+    const float peer[2] = {bound_buf[(1 - m) * C::kHeads + row_lo], bound_buf[(1 - m) * C::kHeads + row_lo + 8]};
+    float alpha[2], bias[2];
+    alpha[0] = lazy_rescale(fmaxf(bound.x, peer[0]) * scale_log2, m_bound[0], m_ref[0], bias[0]);
+    alpha[1] = lazy_rescale(fmaxf(bound.y, peer[1]) * scale_log2, m_bound[1], m_ref[1], bias[1]);
+    alpha_buf[row_lo] = alpha[0];
+    alpha_buf[row_lo + 8] = alpha[1];
+    {
+      uint32_t pf[2][4];
+      tile_probabilities<true>(s, scale_log2, bias, alpha, pf, sum_f32, sum_e4m3);
+      store_p(smem + C::kPOffset + m * C::kPSlotBytes, warp, lane, pf);
+    }
+    hopper::fence_proxy_async_smem();  // P is read by the wgmmas of both groups
+    hopper::named_barrier_sync(kSeesawP, C::kMathThreads);
+    // The next tile's indices, loaded now and used a whole pair later.
+    idx_even = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane, length);
+    idx_odd = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane + 1, length);
+    rescale_value_accumulators(o, alpha_buf, lane);
+    // The other group's tile of the pair was gathered long ago (its P is written); its barrier
+    // phase is waited for all the same, for the visibility of the copies to this thread.
+    const int tile_a = 2 * pair, tile_b = tile_a + 1;
+    wait_full(bars, tile_a + 1 - m);
+    const uint32_t stage_a = stage_address(smem, tile_a), stage_b = stage_address(smem, tile_b);
+    pair_values(o, loads, stage_a, stage_b, &bars.empty[tile_a % C::kNumKStages],
+                &bars.empty[tile_b % C::kNumKStages], desc_p0);
+    if (pair + 1 < num_pairs) {
+      wait_full(bars, tile + 2);
+      hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
+      qk_chains_two_accumulators<Shape, kQkChains>(s, part, desc_q, k_descriptor(tile + 2));
+    }
+  }
+
+  // The end: both groups past their last P.V (the P slots free), then the rows' partial results
+  // through shared memory; both groups finish the rows the same way, group 0 writes lse.
+  hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
+  float4* row_state = reinterpret_cast<float4*>(smem_ptr + C::kRowStateOffset);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float4 v = make_float4(quad_max(thread_max[h]), quad_sum(sum_f32[h]), quad_sum(sum_e4m3[h]), 0.0f);
+    if (lane % 4 == 0) row_state[m * C::kHeads + row_lo + 8 * h] = v;
+  }
+  hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
+  float* out_scale = reinterpret_cast<float*>(smem_ptr + C::kOutScaleOffset) + m * C::kHeads;
+  const int64_t head0 = int64_t{head_block} * C::kHeads;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row_lo + 8 * h;
+    const float4 a = row_state[row], b = row_state[C::kHeads + row];
+    const bool head_exists = head0 + row < p.num_heads;
+    const float sink = p.attn_sink != nullptr && head_exists ? p.attn_sink[head0 + row] : -INFINITY;
+    const RowResult rr = finish_row(fmaxf(a.x, b.x) * scale_log2, m_ref[h], a.y + b.y, a.z + b.z, sink, p.kv_scale);
+    if (lane % 4 == 0) {
+      out_scale[row] = rr.out_scale;
+      if (m == 0 && head_exists) {
+        const int64_t cell = token * p.num_heads + head0 + row;
+        p.lse[cell] = rr.lse;
+        if (p.max_logits != nullptr) p.max_logits[cell] = rr.max_logit;
+      }
+    }
+  }
+  hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
+
+  // Each (head, 8 d_v columns) the thread holds as one 16-byte store; a warp's store covers 4 heads
+  // x 128 contiguous bytes.
+  __nv_bfloat16* out = p.out + token * p.out_token_stride + head0 * p.out_head_stride + value_dv(m, warp, lane);
+#pragma unroll
+  for (int c = 0; c < 8; ++c)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int head = value_head(lane, c, e);
+      if (head0 + head >= p.num_heads) continue;  // h = 32 runs as one block with rows past h zero
+      const float f = out_scale[head];
+      uint32_t words[4];
+#pragma unroll
+      for (int mb = 0; mb < 4; ++mb) {
+        // block mb's row halves 0 / 1 are d_v columns 2 mb and 2 mb + 1 of the thread's eight
+        const __nv_bfloat162 v = __floats2bfloat162_rn(o[mb][4 * c + e] * f, o[mb][4 * c + 2 + e] * f);
+        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      *reinterpret_cast<uint4*>(out + head * p.out_head_stride) = make_uint4(words[0], words[1], words[2], words[3]);
+    }
+}
+
+}  // namespace seesaw
+
+__global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_kernel(const KernelArgs p) {
+  using C = SeesawConfig;
+  extern __shared__ uint8_t smem_raw[];
+  if (threadIdx.x == 0) seesaw::Barriers::at(aligned_smem_base(smem_raw).ptr).init();
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  const int thread = threadIdx.x % 128;
+  // Each role finds its shared memory, token and length after its setmaxnreg: values live across it
+  // get spilled.
+  if (wg == 0) {
+    hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
+    const SmemBase base = aligned_smem_base(smem_raw);
+    const seesaw::Barriers bars = seesaw::Barriers::at(base.ptr);
+    const int64_t token = blockIdx.x / p.head_blocks;
+    const int head0 = static_cast<int>(blockIdx.x % p.head_blocks) * C::kHeads;
+    const int length = token_length(p, token);
+    produce_tiles<C::kHeads, C::kQOffset, C::kKOffset, C::kNumKStages>(
+        p, base.address, bars.full, bars.empty, bars.q_full, token,
+        p.q + token * p.q_token_stride + int64_t{head0} * p.q_head_stride, min(p.num_heads - head0, C::kHeads),
+        length, 2 * ((tile_count(length) + 1) / 2), thread);
+  } else {
+    hopper::warpgroup_reg_alloc<C::kMathRegs>();
+    const SmemBase base = aligned_smem_base(smem_raw);
+    const seesaw::Barriers bars = seesaw::Barriers::at(base.ptr);
+    const int64_t token = blockIdx.x / p.head_blocks;
+    const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
+    const int length = token_length(p, token);
+    const int num_pairs = (tile_count(length) + 1) / 2;
+    if (wg == 1) {
+      seesaw::math_group<0>(p, base.address, base.ptr, bars, token, head_block, length, num_pairs, thread);
+    } else {
+      seesaw::math_group<1>(p, base.address, base.ptr, bars, token, head_block, length, num_pairs, thread);
+    }
+  }
+}
+
+}  // namespace fp8dsa::sparse_mla

@@ -101,8 +101,14 @@ int main(int argc, char** argv) {
     Fp8Tuning tuning;
   };
   std::vector<Run> runs;
-  for (int h : {128, 64})
-    for (int chains : fp8dsa::sparse_mla::kQkChainChoices) runs.push_back({h, {chains, SmallHeads::kDefault}});
+  for (int h : {128, 64}) {
+    for (int chains : fp8dsa::sparse_mla::kSeesawQkChainChoices) runs.push_back({h, {chains, SmallHeads::kDefault}});
+    for (int chains : fp8dsa::sparse_mla::kScoreValueQkChainChoices) {
+      fp8dsa::sparse_mla::Fp8Tuning tuning{chains, SmallHeads::kDefault};
+      tuning.heads64 = fp8dsa::sparse_mla::Heads64Design::kScoreValue;
+      runs.push_back({h, tuning});
+    }
+  }
   for (int h : {32, 16, 8}) {
     runs.push_back({h, {fp8dsa::sparse_mla::kDefaultQkChains, SmallHeads::kPadded}});
     if (fp8dsa::sparse_mla::has_transposed_kernel(h)) {

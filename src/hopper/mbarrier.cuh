@@ -34,4 +34,23 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
+// The same on a barrier given by its shared-memory address: a warpgroup short of registers keeps one
+// 32-bit base instead of 64-bit generic pointers to each barrier.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_at(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbarrier_wait_at(uint32_t bar, uint32_t parity) {
+  while (!mbarrier_try_wait_parity_at(bar, parity)) {
+  }
+}
+__device__ __forceinline__ void mbarrier_arrive_at(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
 }  // namespace fp8dsa::hopper

@@ -148,6 +148,24 @@ struct SeesawConfig : MlaShape {
   static_assert(kNumKStages >= 4, "a pair is scored while the previous one is read");
 };
 
+// The seesaw kernel's QK^T plan for each instantiated chain count (launch.h): a lead chain of kLead
+// k-steps, issued before the previous tile's softmax, then chains of kStep (score_gemm.cuh:
+// QkLeadPlan).
+template <int kQkChains>
+struct SeesawQkPlan;
+template <>
+struct SeesawQkPlan<3> {  // 6, 6, 6
+  static constexpr int kLead = 6, kStep = 6;
+};
+template <>
+struct SeesawQkPlan<4> {  // 6, 4, 4, 4
+  static constexpr int kLead = 6, kStep = 4;
+};
+template <>
+struct SeesawQkPlan<5> {  // 4, 4, 4, 4, 2: DeepSeek-V3's promotion every 128 elements
+  static constexpr int kLead = 4, kStep = 4;
+};
+
 // Named barriers of the seesaw kernel (0 is __syncthreads), all over the two math groups.
 enum SeesawBarrier : uint32_t {
   kSeesawBounds = 1,  // both groups' row bounds of the pair published

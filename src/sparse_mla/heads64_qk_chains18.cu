@@ -1,4 +1,4 @@
-// The 64-head FP8 sparse MLA kernel with QK^T in 18 chains (launch.h: kQkChainChoices).
+// The 64-head FP8 sparse MLA kernel with QK^T in 18 chains (launch.h: kScoreValueQkChainChoices).
 #include "sparse_mla/config.h"
 #include "sparse_mla/heads64_kernel.cuh"
 #include "sparse_mla/launch.h"

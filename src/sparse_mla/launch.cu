@@ -28,7 +28,10 @@ namespace {
 
 Status qk_chains_not_instantiated(int qk_chains) {
   std::string choices;
-  for (int c : kQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
+  for (int c : kSeesawQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
+  for (int c : kScoreValueQkChainChoices) {
+    if (!seesaw_has_qk_chains(c)) choices += ", " + std::to_string(c);
+  }
   return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated (" +
                           choices + ")");
 }
@@ -36,14 +39,15 @@ Status qk_chains_not_instantiated(int qk_chains) {
 using Heads64Launch = Status (*)(const KernelArgs&, unsigned, cudaStream_t);
 template <size_t... kChoice>
 constexpr std::array<Heads64Launch, sizeof...(kChoice)> heads64_launches(std::index_sequence<kChoice...>) {
-  return {&launch_heads64<kQkChainChoices[kChoice]>...};
+  return {&launch_heads64<kScoreValueQkChainChoices[kChoice]>...};
 }
 
-// launch_heads64 of kQkChainChoices[i] == qk_chains.
+// launch_heads64 of kScoreValueQkChainChoices[i] == qk_chains.
 Status launch_heads64_chains(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  static constexpr auto kLaunches = heads64_launches(std::make_index_sequence<std::size(kQkChainChoices)>{});
+  static constexpr auto kLaunches =
+      heads64_launches(std::make_index_sequence<std::size(kScoreValueQkChainChoices)>{});
   for (size_t i = 0; i < kLaunches.size(); ++i) {
-    if (kQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
+    if (kScoreValueQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
   }
   return qk_chains_not_instantiated(qk_chains);
 }
@@ -109,10 +113,14 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }
-  if (tuning.heads64 == Heads64Design::kSeesaw && tuning.qk_chains == kDefaultQkChains) {
-    return launch_seesaw(k, grid, r.stream);
+  if (tuning.heads64 == Heads64Design::kSeesaw && seesaw_has_qk_chains(tuning.qk_chains)) {
+    return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
   }
-  return launch_heads64_chains(tuning.qk_chains, k, grid, r.stream);
+  if (tuning.heads64 == Heads64Design::kScoreValue && tuning.qk_chains == kDefaultQkChains) {
+    return launch_heads64_chains(kScoreValueQkChains, k, grid, r.stream);
+  }
+  if (score_value_has_qk_chains(tuning.qk_chains)) return launch_heads64_chains(tuning.qk_chains, k, grid, r.stream);
+  return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
 }
 
 }  // namespace fp8dsa::sparse_mla

@@ -11,23 +11,37 @@
 namespace fp8dsa::sparse_mla {
 
 // QK^T runs as this many wgmma chains added in f32 (score_gemm.cuh): the tradeoff between score
-// accuracy (lse, max_logits) and speed. 5 chains (promoted every 4 k-steps, 128 elements) keep lse
-// within SPEC 6's bound against the rounding of the inputs at 0.27x of it or less and run 8% faster
-// than 9; 1 chain (no promotion) is 6% slower still and 3x outside it (bench/RESULTS.md).
-// Instantiated: kQkChainChoices (the default alone unless the build has FP8DSA_TUNING; the
-// heads64_qk_chains<n>.cu files must match).
-constexpr int kDefaultQkChains = 5;
+// accuracy (lse, max_logits) and speed. The seesaw kernel's default is 4 chains of 6, 4, 4 and 4
+// k-steps, the first of them issued under the previous tile's softmax (config.h: SeesawQkPlan); on
+// the H200 it runs 1.3% faster than 5 chains of 4 k-steps (128 elements) with 1.3x their lse error,
+// which is 0.15x of SPEC 6's bound against the rounding of the inputs; 3 chains of 6 are 0.7%
+// faster still with 2.1x (bench/RESULTS.md). The score/value design (heads64_kernel.cuh) keeps its
+// 5 chains.
+// Instantiated: kSeesawQkChainChoices and kScoreValueQkChainChoices, their defaults alone unless the
+// build has FP8DSA_TUNING (seesaw_heads64.cu and the heads64_qk_chains<n>.cu files must match).
+constexpr int kDefaultQkChains = 4;
+constexpr int kScoreValueQkChains = 5;
 // The transposed small-head kernel's own count (not a tuning choice).
 constexpr int kSmallHeadsQkChains = 9;
 #if defined(FP8DSA_TUNING)
-constexpr int kQkChainChoices[] = {1, 5, 9, 18};
+constexpr int kSeesawQkChainChoices[] = {3, 4, 5};
+constexpr int kScoreValueQkChainChoices[] = {1, 5, 9, 18};
 #else
-constexpr int kQkChainChoices[] = {kDefaultQkChains};
+constexpr int kSeesawQkChainChoices[] = {kDefaultQkChains};
+constexpr int kScoreValueQkChainChoices[] = {kScoreValueQkChains};
 #endif
-constexpr bool is_instantiated_qk_chains(int qk_chains) {
-  for (int c : kQkChainChoices)
+constexpr bool seesaw_has_qk_chains(int qk_chains) {
+  for (int c : kSeesawQkChainChoices)
     if (c == qk_chains) return true;
   return false;
+}
+constexpr bool score_value_has_qk_chains(int qk_chains) {
+  for (int c : kScoreValueQkChainChoices)
+    if (c == qk_chains) return true;
+  return false;
+}
+constexpr bool is_instantiated_qk_chains(int qk_chains) {
+  return seesaw_has_qk_chains(qk_chains) || score_value_has_qk_chains(qk_chains);
 }
 
 // How h < 64 runs: the transposed-orientation kernel (keys as the MMA rows, heads as its N:
@@ -43,9 +57,10 @@ constexpr bool transposed_by_default(int num_heads) { return has_transposed_kern
 constexpr int kDefaultV32QTerms = 2;
 constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
 
-// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh, QK^T in
-// kDefaultQkChains chains), or the earlier design of one score and two value warpgroups
-// (heads64_kernel.cuh, every instantiated chain count), kept to be measured beside it.
+// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh), or the
+// earlier design of one score and two value warpgroups (heads64_kernel.cuh), kept to be measured
+// beside it. A chain count only the other design has runs that design; the score/value design takes
+// kDefaultQkChains as its own kScoreValueQkChains.
 enum class Heads64Design { kSeesaw, kScoreValue };
 
 struct Fp8Tuning {
@@ -66,8 +81,8 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
 // One per instantiation file (heads64_qk_chains*.cu, small_heads_h*.cu).
 template <int kQkChains>
 Status launch_heads64(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
-// seesaw_heads64.cu
-Status launch_seesaw(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+// seesaw_heads64.cu: qk_chains one of kSeesawQkChainChoices.
+Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 // v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).

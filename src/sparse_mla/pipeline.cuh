@@ -41,6 +41,19 @@ __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// wait_barrier on a barrier given by its shared-memory address.
+__device__ __forceinline__ void wait_barrier_at(uint32_t bar, uint32_t parity) {
+#if defined(FP8DSA_MLA_HANG_CHECK)
+  if (hopper::mbarrier_try_wait_parity_at(bar, parity)) return;
+  const uint64_t start = global_timer_ns();
+  while (!hopper::mbarrier_try_wait_parity_at(bar, parity)) {
+    if (global_timer_ns() - start > kHangCheckNs) __trap();
+  }
+#else
+  hopper::mbarrier_wait_at(bar, parity);
+#endif
+}
+
 // The dynamic shared memory base aligned to 1024 bytes (wgmma descriptors assume every tile starts
 // on a swizzle-pattern boundary), as a shared address and as a generic pointer.
 struct SmemBase {

@@ -115,24 +115,47 @@ __device__ __forceinline__ void finish_qk_chains(float (&s)[S::kAccRegs], float 
   }
 }
 
-// All kQkChains chains with two accumulators only (for a warpgroup that also holds O): chain 0 into
-// s, every later chain into part, waited for and added before the next one is issued. Returns with
-// every chain complete and added into s.
-template <class S, int kQkChains, int c = 0>
-__device__ __forceinline__ void qk_chains_two_accumulators(float (&s)[S::kAccRegs], float (&part)[S::kAccRegs],
-                                                           uint64_t desc_a, uint64_t desc_b) {
-  if constexpr (c == 0) {
-    issue_qk_chain<S, kQkChains, 0>(s, desc_a, desc_b);
-    if constexpr (kQkChains == 1) {
-      hopper::wgmma_wait_group<0>();
-      hopper::wgmma_fence_operands(s);
-    }
-    qk_chains_two_accumulators<S, kQkChains, 1>(s, part, desc_a, desc_b);
-  } else if constexpr (c < kQkChains) {
-    issue_qk_chain<S, kQkChains, c>(part, desc_a, desc_b);
+// A QK^T chain plan with a lead: chain 0 of kLead k-steps, then chains of kStep k-steps (the last
+// one what is left). The lead chain can be issued early, into an accumulator of its own, and the
+// later chains finished with one more (finish_after_lead).
+template <int kLead, int kStep>
+struct QkLeadPlan {
+  static_assert(kLead >= 1 && kLead <= MlaShape::kQkSteps && kStep >= 1, "every chain has a k-step");
+  static constexpr int kChains = 1 + (MlaShape::kQkSteps - kLead + kStep - 1) / kStep;
+  static constexpr int first(int c) { return c == 0 ? 0 : kLead + (c - 1) * kStep; }
+  static constexpr int count(int c) {
+    return c == 0 ? kLead : (first(c) + kStep <= MlaShape::kQkSteps ? kStep : MlaShape::kQkSteps - first(c));
+  }
+};
+
+// Issues chain c of Plan into acc as one committed wgmma group.
+template <class S, class Plan, int c>
+__device__ __forceinline__ void issue_plan_chain(float (&acc)[S::kAccRegs], uint64_t desc_a, uint64_t desc_b) {
+  hopper::wgmma_fence_operands(acc);
+  hopper::wgmma_fence();
+  issue_qk<S, Plan::first(c), Plan::count(c)>(acc, desc_a, desc_b);
+  hopper::wgmma_commit_group();
+}
+
+// Chains c.. of Plan after the lead chain, which went into `lead` (issued, maybe not complete): each
+// into s, waited for, added in f32. Returns with every chain complete and the whole score in s.
+template <class S, class Plan, int c = 1>
+__device__ __forceinline__ void finish_after_lead(float (&s)[S::kAccRegs], float (&lead)[S::kAccRegs],
+                                                  uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (Plan::kChains == 1) {
     hopper::wgmma_wait_group<0>();
-    add_into(s, part);
-    qk_chains_two_accumulators<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
+    hopper::wgmma_fence_operands(lead);
+#pragma unroll
+    for (int r = 0; r < S::kAccRegs; ++r) s[r] = lead[r];
+  } else if constexpr (c < Plan::kChains) {
+    issue_plan_chain<S, Plan, c>(s, desc_a, desc_b);
+    hopper::wgmma_wait_group<0>();
+    if constexpr (c + 1 < Plan::kChains) {
+      add_into(lead, s);
+      finish_after_lead<S, Plan, c + 1>(s, lead, desc_a, desc_b);
+    } else {
+      add_into(s, lead);
+    }
   }
 }
 

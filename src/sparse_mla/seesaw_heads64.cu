@@ -1,5 +1,10 @@
-// The 64-head FP8 sparse MLA kernel with two math warpgroups in seesaw (seesaw_kernel.cuh), QK^T in
-// 5 chains.
+// The 64-head FP8 sparse MLA kernel with two math warpgroups in seesaw (seesaw_kernel.cuh), in every
+// QK^T chain count of kSeesawQkChainChoices (launch.h).
+#include <array>
+#include <iterator>
+#include <string>
+#include <utility>
+
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
 #include "sparse_mla/launch_kernel.h"
@@ -7,9 +12,29 @@
 
 namespace fp8dsa::sparse_mla {
 
-Status launch_seesaw(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  return launch_warp_specialised(sparse_mla_seesaw_kernel, SeesawConfig::kSmemAlloc, SeesawConfig::kThreads,
-                                 SeesawConfig::kEntryRegs, "sparse_mla_seesaw_kernel", args, blocks, stream);
+namespace {
+template <int kQkChains>
+Status launch_seesaw_chains(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+  using Plan = SeesawQkPlan<kQkChains>;
+  static_assert(QkLeadPlan<Plan::kLead, Plan::kStep>::kChains == kQkChains, "the plan has kQkChains chains");
+  return launch_warp_specialised(sparse_mla_seesaw_kernel<Plan::kLead, Plan::kStep>, SeesawConfig::kSmemAlloc,
+                                 SeesawConfig::kThreads, SeesawConfig::kEntryRegs,
+                                 "sparse_mla_seesaw_kernel<" + std::to_string(kQkChains) + ">", args, blocks, stream);
+}
+using SeesawLaunch = Status (*)(const KernelArgs&, unsigned, cudaStream_t);
+template <size_t... kChoice>
+constexpr std::array<SeesawLaunch, sizeof...(kChoice)> seesaw_launches(std::index_sequence<kChoice...>) {
+  return {&launch_seesaw_chains<kSeesawQkChainChoices[kChoice]>...};
+}
+}  // namespace
+
+Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+  static constexpr auto kLaunches = seesaw_launches(std::make_index_sequence<std::size(kSeesawQkChainChoices)>{});
+  for (size_t i = 0; i < kLaunches.size(); ++i) {
+    if (kSeesawQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
+  }
+  return invalid_argument("sparse_mla fp8: the seesaw kernel has no " + std::to_string(qk_chains) +
+                          "-chain QK^T instantiated");
 }
 
 }  // namespace fp8dsa::sparse_mla

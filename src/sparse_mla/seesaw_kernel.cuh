@@ -4,18 +4,21 @@
 // (SeesawConfig).
 //
 // Per pair j of tiles (a = 2j, b = 2j + 1), math group m (own tile t = 2j + m, S(t) complete):
-//   mask S(t), bound its rows' maxima -> exchange the bounds with the other group -> one lazily
-//   moved reference for both tiles, the same in both groups (the same inputs, the same code) ->
-//   P(t) as e4m3 into P slot m, the pair's rescale factors -> barrier: both P slots written ->
-//   O^T *= the factors (every pair, whatever the data) -> on the tensor cores, in turn: the QK^T
-//   chains of tile t + 2 and the four P.V k-steps of tiles a and b (V^T fragments loaded between) ->
-//   every wgmma complete at the loop edge.
-// The softmax of a pair runs while the tensor cores are idle only for its exchange and exponentials;
-// each group's QK^T of the next pair and both groups' P.V of this one keep them busy otherwise.
+//   the lead QK^T chain of tile t + 2 onto the tensor cores -> mask S(t), bound its rows' maxima ->
+//   exchange the bounds with the other group -> one lazily moved reference for both tiles, the same
+//   in both groups (the same inputs, the same code) -> P(t) as e4m3 into P slot m, the pair's
+//   rescale factors -> barrier: both P slots written -> O^T *= the factors (every pair, whatever the
+//   data) -> the four P.V k-steps of tiles a and b (V^T fragments loaded while the previous k-step
+//   runs) -> the other QK^T chains of tile t + 2 -> every wgmma complete at the loop edge.
+// Measured on the H200 (bench/RESULTS.md) against variants of this order: issuing the lead chain
+// after P.V instead runs within +-1% (and spilled 20 bytes); fewer, longer chains gain ~1.5% a chain
+// at some lse accuracy; rescaling O^T before the exponentials rather than after the barrier did not
+// gain, and each group adding its own tile first behind a barrier of its own lost 2-3%.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -40,8 +43,6 @@ using C = SeesawConfig;
 using hopper::Swizzle;
 using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
 
-// QK^T in 5 chains: promoted every 128 elements (launch.h: kDefaultQkChains).
-constexpr int kQkChains = 5;
 
 struct Barriers {
   uint64_t* full;   // [kNumKStages] tile gathered: one cp.async arrival per producer thread
@@ -68,34 +69,47 @@ struct Barriers {
 __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
   return smem + C::kKOffset + (tile % C::kNumKStages) * C::kKTileBytes;
 }
-__device__ __forceinline__ void wait_full(const Barriers& bars, int tile) {
-  wait_barrier(&bars.full[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
+// The math groups address the barriers from the shared base (a 32-bit register): full[s], empty[s]
+// and q_full as Barriers lays them out.
+__device__ __forceinline__ uint32_t full_at(uint32_t smem, int tile) {
+  return smem + C::kBarrierOffset + 8 * (tile % C::kNumKStages);
+}
+__device__ __forceinline__ uint32_t empty_at(uint32_t smem, int tile) {
+  return smem + C::kBarrierOffset + 8 * (C::kNumKStages + tile % C::kNumKStages);
+}
+__device__ __forceinline__ uint32_t q_full_at(uint32_t smem) { return smem + C::kBarrierOffset + 16 * C::kNumKStages; }
+__device__ __forceinline__ void wait_full(uint32_t smem, int tile) {
+  wait_barrier_at(full_at(smem, tile), (tile / C::kNumKStages) & 1);
 }
 
 // P.V of a pair after its P slots are written: the four k-steps of tiles a and b into the group's
-// d_v half of O^T, the fragments of one k-step loaded while the previous one runs. Each stage is
+// d_v half of O^T, the fragments of one k-step loaded while the previous one runs (those of the
+// first, first_frag, before the P slots were: they do not depend on P). Each stage is
 // released once this thread has read its V^T. Every wgmma is complete on return.
-// (The QK^T chains of the next tile follow rather than interleave: S, a chain accumulator, O^T and
-// a k-step's fragments together do not fit a math group's 240 registers.)
-__device__ __forceinline__ void pair_values(float (&o)[4][32], const ValueLoads& loads, uint32_t stage_a,
-                                            uint32_t stage_b, uint64_t* empty_a, uint64_t* empty_b,
-                                            uint64_t desc_p0) {
-  const uint64_t desc_p1 = hopper::advance_descriptor(desc_p0, C::kPSlotBytes);
+// (The later QK^T chains of the next tile follow rather than interleave: S, the lead accumulator,
+// O^T and a k-step's fragments together do not fit a math group's 232 registers.)
+__device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_frag)[4][4], const ValueLoads& loads,
+                                            uint32_t stage_a, uint32_t stage_b, uint32_t empty_a, uint32_t empty_b,
+                                            uint64_t desc_pa) {
+  const uint64_t desc_pb = hopper::advance_descriptor(desc_pa, C::kPSlotBytes);
   uint32_t frag[2][4][4];
-  load_value_fragments(frag[0], stage_a, loads, 0);
-  issue_value_mma_step(o, frag[0], desc_p0, desc_p0);
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) frag[0][mb][j] = first_frag[mb][j];
+  issue_value_mma_step(o, frag[0], desc_pa, desc_pa);
   load_value_fragments(frag[1], stage_a, loads, 1);
-  hopper::mbarrier_arrive(empty_a);
-  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_p0, 32), hopper::advance_descriptor(desc_p0, 32));
+  hopper::mbarrier_arrive_at(empty_a);
+  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pa, 32), hopper::advance_descriptor(desc_pa, 32));
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[0]);
   load_value_fragments(frag[0], stage_b, loads, 0);
-  issue_value_mma_step(o, frag[0], desc_p1, desc_p1);
+  issue_value_mma_step(o, frag[0], desc_pb, desc_pb);
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[1]);
   load_value_fragments(frag[1], stage_b, loads, 1);
-  hopper::mbarrier_arrive(empty_b);
-  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_p1, 32), hopper::advance_descriptor(desc_p1, 32));
+  hopper::mbarrier_arrive_at(empty_b);
+  issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pb, 32), hopper::advance_descriptor(desc_pb, 32));
   hopper::wgmma_wait_group<0>();
   value_mma_operands_free(o, frag[0]);
   value_mma_operands_free(o, frag[1]);
@@ -103,19 +117,22 @@ __device__ __forceinline__ void pair_values(float (&o)[4][32], const ValueLoads&
 
 // Math group m (warpgroups 1 and 2). A thread holds rows (heads) row_lo and row_lo + 8 of S and 16
 // of the tile's 64 keys (hopper/wgmma_layout.h), and 8 d_v columns x 16 heads of O^T (value_layout.h).
-template <int m>
-__device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, const Barriers& bars,
-                                           int64_t token, int head_block, int length, int num_pairs, int thread) {
+template <int kLead, int kStep, int m>
+__device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, int64_t token,
+                                           int head_block, int length, int num_pairs, int thread) {
+  using Plan = QkLeadPlan<kLead, kStep>;
   const int warp = thread / 32, lane = thread % 32;
   const int row_lo = warp * 16 + lane / 4;
   const int32_t* indices = p.indices + token * p.indices_stride;
   const float scale_log2 = p.score_scale_log2;
   const uint64_t desc_q = hopper::kmajor_descriptor(smem + C::kQOffset, Swizzle::k64B, C::kHeads, 0);
-  const uint64_t desc_p0 = hopper::kmajor_descriptor(smem + C::kPOffset, Swizzle::k64B, C::kHeads, 0);
   const auto k_descriptor = [&](int tile) {
     return hopper::kmajor_descriptor(stage_address(smem, tile), Swizzle::k64B, C::kKeysPerTile, 0);
   };
-  float* bound_buf = reinterpret_cast<float*>(smem_ptr + C::kBoundOffset);
+  // Shared addresses of the thread's rows in the bound exchange ([group][64] f32) and its group's
+  // rescale factors ([64] f32).
+  float* bound_own = reinterpret_cast<float*>(smem_ptr + C::kBoundOffset) + m * C::kHeads + row_lo;
+  const float* bound_peer = reinterpret_cast<const float*>(smem_ptr + C::kBoundOffset) + (1 - m) * C::kHeads + row_lo;
   float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset) + m * C::kHeads;
   const ValueLoads loads = value_loads(m, thread);
 
@@ -127,27 +144,36 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
   for (int mb = 0; mb < 4; ++mb)
 #pragma unroll
     for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
-  float s[32], part[32];
+  float s[32], lead[32];
 
   // Lane l checks keys 2l and 2l + 1 of the group's tile (each warp the whole tile).
   int32_t idx_even = index_at(indices, m * C::kKeysPerTile + 2 * lane, length);
   int32_t idx_odd = index_at(indices, m * C::kKeysPerTile + 2 * lane + 1, length);
   if (num_pairs > 0) {
-    wait_barrier(bars.q_full, 0);
-    wait_full(bars, m);
+    wait_barrier_at(q_full_at(smem), 0);
+    wait_full(smem, m);
     hopper::fence_proxy_async_smem();  // cp.async wrote Q and the tile; wgmma reads them
-    qk_chains_two_accumulators<Shape, kQkChains>(s, part, desc_q, k_descriptor(m));
+    issue_plan_chain<Shape, Plan, 0>(lead, desc_q, k_descriptor(m));
+    finish_after_lead<Shape, Plan>(s, lead, desc_q, k_descriptor(m));
   }
-  for (int pair = 0; pair < num_pairs; ++pair) {
+  // One pair; with kNext, the lead chain of the group's next tile runs on the tensor cores under the
+  // softmax, and its other chains follow the pair's P.V.
+  const auto run_pair = [&](int pair, auto next) {
+    constexpr bool kNext = decltype(next)::value;
     const int tile = 2 * pair + m;
+    if constexpr (kNext) {
+      wait_full(smem, tile + 2);
+      hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
+      issue_plan_chain<Shape, Plan, 0>(lead, desc_q, k_descriptor(tile + 2));
+    }
     const float2 bound = mask_and_bound_rows(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
                                              __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane,
                                              thread_max);
     // Every lane of a quad stores the same value: no lane test.
-    bound_buf[m * C::kHeads + row_lo] = bound.x;
-    bound_buf[m * C::kHeads + row_lo + 8] = bound.y;
+    bound_own[0] = bound.x;
+    bound_own[8] = bound.y;
     hopper::named_barrier_sync(kSeesawBounds, C::kMathThreads);
-    const float peer[2] = {bound_buf[(1 - m) * C::kHeads + row_lo], bound_buf[(1 - m) * C::kHeads + row_lo + 8]};
+    const float peer[2] = {bound_peer[0], bound_peer[8]};
     float alpha[2], bias[2];
     alpha[0] = lazy_rescale(fmaxf(bound.x, peer[0]) * scale_log2, m_bound[0], m_ref[0], bias[0]);
     alpha[1] = lazy_rescale(fmaxf(bound.y, peer[1]) * scale_log2, m_bound[1], m_ref[1], bias[1]);
@@ -159,24 +185,30 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       store_p(smem + C::kPOffset + m * C::kPSlotBytes, warp, lane, pf);
     }
     hopper::fence_proxy_async_smem();  // P is read by the wgmmas of both groups
+    // The other group's tile was gathered long ago (its QK^T is done); its barrier phase is waited
+    // for all the same, for the visibility of the copies to this thread.
+    const int tile_a = 2 * pair, tile_b = tile_a + 1;
+    wait_full(smem, tile_a + 1 - m);
+    const uint32_t stage_a = stage_address(smem, tile_a), stage_b = stage_address(smem, tile_b);
+    uint32_t first_frag[4][4];  // V^T does not depend on P: loaded before the barrier
+    load_value_fragments(first_frag, stage_a, loads, 0);
+    // Both groups' P: each group adds both tiles (measured: adding its own tile first, behind a
+    // barrier of its own, and the other group's on an mbarrier signal, was 2-3% slower).
     hopper::named_barrier_sync(kSeesawP, C::kMathThreads);
     // The next tile's indices, loaded now and used a whole pair later.
     idx_even = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane + 1, length);
     rescale_value_accumulators(o, alpha_buf, lane);
-    // The other group's tile of the pair was gathered long ago (its P is written); its barrier
-    // phase is waited for all the same, for the visibility of the copies to this thread.
-    const int tile_a = 2 * pair, tile_b = tile_a + 1;
-    wait_full(bars, tile_a + 1 - m);
-    const uint32_t stage_a = stage_address(smem, tile_a), stage_b = stage_address(smem, tile_b);
-    pair_values(o, loads, stage_a, stage_b, &bars.empty[tile_a % C::kNumKStages],
-                &bars.empty[tile_b % C::kNumKStages], desc_p0);
-    if (pair + 1 < num_pairs) {
-      wait_full(bars, tile + 2);
-      hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
-      qk_chains_two_accumulators<Shape, kQkChains>(s, part, desc_q, k_descriptor(tile + 2));
+    pair_values(o, first_frag, loads, stage_a, stage_b, empty_at(smem, tile_a), empty_at(smem, tile_b),
+                hopper::kmajor_descriptor(smem + C::kPOffset, Swizzle::k64B, C::kHeads, 0));
+    if constexpr (kNext) {
+      hopper::wgmma_fence_operands(lead);
+      finish_after_lead<Shape, Plan>(s, lead, desc_q, k_descriptor(tile + 2));
     }
-  }
+  };
+  // The last pair is peeled: a wgmma issued under a run-time condition serialises all of them.
+  for (int pair = 0; pair + 1 < num_pairs; ++pair) run_pair(pair, std::true_type{});
+  if (num_pairs > 0) run_pair(num_pairs - 1, std::false_type{});
 
   // The end: both groups past their last P.V (the P slots free), then the rows' partial results
   // through shared memory; both groups finish the rows the same way, group 0 writes lse.
@@ -231,6 +263,8 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
 
 }  // namespace seesaw
 
+// QK^T as QkLeadPlan<kLead, kStep> (score_gemm.cuh).
+template <int kLead, int kStep>
 __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_kernel(const KernelArgs p) {
   using C = SeesawConfig;
   extern __shared__ uint8_t smem_raw[];
@@ -254,15 +288,14 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
   } else {
     hopper::warpgroup_reg_alloc<C::kMathRegs>();
     const SmemBase base = aligned_smem_base(smem_raw);
-    const seesaw::Barriers bars = seesaw::Barriers::at(base.ptr);
     const int64_t token = blockIdx.x / p.head_blocks;
     const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
     const int length = token_length(p, token);
     const int num_pairs = (tile_count(length) + 1) / 2;
     if (wg == 1) {
-      seesaw::math_group<0>(p, base.address, base.ptr, bars, token, head_block, length, num_pairs, thread);
+      seesaw::math_group<kLead, kStep, 0>(p, base.address, base.ptr, token, head_block, length, num_pairs, thread);
     } else {
-      seesaw::math_group<1>(p, base.address, base.ptr, bars, token, head_block, length, num_pairs, thread);
+      seesaw::math_group<kLead, kStep, 1>(p, base.address, base.ptr, token, head_block, length, num_pairs, thread);
     }
   }
 }

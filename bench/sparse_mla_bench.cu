@@ -151,6 +151,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
     ours.emplace_back("fp8dsa", AnchorOutputs{});
     FP8DSA_RETURN_IF_ERROR(outputs.download(&ours[0].second.out, &ours[0].second.lse, &ours[0].second.max_logits));
   }
+#if defined(FP8DSA_TUNING)
   if (anchors) {
     // The earlier 64-head design (one score and two value warpgroups) on the same inputs, until the
     // seesaw kernel replaces it: rows "design=score_value".
@@ -168,7 +169,6 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
     AnchorOutputs& o = ours.back().second;
     FP8DSA_RETURN_IF_ERROR(outputs.download(&o.out, &o.lse, &o.max_logits));
   }
-#if defined(FP8DSA_TUNING)
   // The other QK^T chain counts on the same inputs (rows "qk_chains=N"), with their accuracy.
   for (int chains : ctx.mla_qk_chains) {
     if (chains == sparse_mla::kDefaultQkChains || num_heads < 32) continue;

@@ -44,12 +44,18 @@ constexpr std::array<Heads64Launch, sizeof...(kChoice)> heads64_launches(std::in
 
 // launch_heads64 of kScoreValueQkChainChoices[i] == qk_chains.
 Status launch_heads64_chains(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  static constexpr auto kLaunches =
-      heads64_launches(std::make_index_sequence<std::size(kScoreValueQkChainChoices)>{});
-  for (size_t i = 0; i < kLaunches.size(); ++i) {
-    if (kScoreValueQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
+  if constexpr (kScoreValueQkChainChoices.empty()) {
+    return invalid_argument("sparse_mla fp8: the score/value 64-head design is built only with FP8DSA_TUNING");
+  } else {
+    static constexpr auto kLaunches =
+        heads64_launches(std::make_index_sequence<std::size(kScoreValueQkChainChoices)>{});
+    size_t i = 0;
+    for (int c : kScoreValueQkChainChoices) {
+      if (c == qk_chains) return kLaunches[i](args, blocks, stream);
+      ++i;
+    }
+    return qk_chains_not_instantiated(qk_chains);
   }
-  return qk_chains_not_instantiated(qk_chains);
 }
 
 }  // namespace
@@ -113,13 +119,10 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }
-  if (tuning.heads64 == Heads64Design::kSeesaw && seesaw_has_qk_chains(tuning.qk_chains)) {
-    return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
+  if (tuning.heads64 == Heads64Design::kScoreValue || !seesaw_has_qk_chains(tuning.qk_chains)) {
+    return launch_heads64_chains(tuning.qk_chains == kDefaultQkChains ? kScoreValueQkChains : tuning.qk_chains, k,
+                                 grid, r.stream);
   }
-  if (tuning.heads64 == Heads64Design::kScoreValue && tuning.qk_chains == kDefaultQkChains) {
-    return launch_heads64_chains(kScoreValueQkChains, k, grid, r.stream);
-  }
-  if (score_value_has_qk_chains(tuning.qk_chains)) return launch_heads64_chains(tuning.qk_chains, k, grid, r.stream);
   return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
 }
 

@@ -2,6 +2,8 @@
 // or a tuning run may make beyond what SparseMlaParams says.
 #pragma once
 
+#include <array>
+
 #include <cuda_runtime_api.h>
 
 #include "fp8dsa/sparse_mla.h"
@@ -15,20 +17,20 @@ namespace fp8dsa::sparse_mla {
 // k-steps, the first of them issued under the previous tile's softmax (config.h: SeesawQkPlan); on
 // the H200 it runs 1.3% faster than 5 chains of 4 k-steps (128 elements) with 1.3x their lse error,
 // which is 0.15x of SPEC 6's bound against the rounding of the inputs; 3 chains of 6 are 0.7%
-// faster still with 2.1x (bench/RESULTS.md). The score/value design (heads64_kernel.cuh) keeps its
-// 5 chains.
-// Instantiated: kSeesawQkChainChoices and kScoreValueQkChainChoices, their defaults alone unless the
-// build has FP8DSA_TUNING (seesaw_heads64.cu and the heads64_qk_chains<n>.cu files must match).
+// faster still with 2.1x (bench/RESULTS.md).
+// The score/value design (heads64_kernel.cuh, 5 chains by default) is the previous kernel, kept to
+// be measured against: like the seesaw kernel's other chain counts it is built only with
+// FP8DSA_TUNING (seesaw_heads64.cu and the heads64_qk_chains<n>.cu files must match these lists).
 constexpr int kDefaultQkChains = 4;
 constexpr int kScoreValueQkChains = 5;
 // The transposed small-head kernel's own count (not a tuning choice).
 constexpr int kSmallHeadsQkChains = 9;
 #if defined(FP8DSA_TUNING)
-constexpr int kSeesawQkChainChoices[] = {3, 4, 5};
-constexpr int kScoreValueQkChainChoices[] = {1, 5, 9, 18};
+inline constexpr std::array kSeesawQkChainChoices{3, 4, 5};
+inline constexpr std::array kScoreValueQkChainChoices{1, 5, 9, 18};
 #else
-constexpr int kSeesawQkChainChoices[] = {kDefaultQkChains};
-constexpr int kScoreValueQkChainChoices[] = {kScoreValueQkChains};
+inline constexpr std::array kSeesawQkChainChoices{kDefaultQkChains};
+inline constexpr std::array<int, 0> kScoreValueQkChainChoices{};
 #endif
 constexpr bool seesaw_has_qk_chains(int qk_chains) {
   for (int c : kSeesawQkChainChoices)
@@ -57,10 +59,10 @@ constexpr bool transposed_by_default(int num_heads) { return has_transposed_kern
 constexpr int kDefaultV32QTerms = 2;
 constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
 
-// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh), or the
-// earlier design of one score and two value warpgroups (heads64_kernel.cuh), kept to be measured
-// beside it. A chain count only the other design has runs that design; the score/value design takes
-// kDefaultQkChains as its own kScoreValueQkChains.
+// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh), or, in an
+// FP8DSA_TUNING build, the earlier design of one score and two value warpgroups (heads64_kernel.cuh),
+// kept to be measured beside it. A chain count only the score/value design has runs that design; it
+// takes kDefaultQkChains as its own kScoreValueQkChains.
 enum class Heads64Design { kSeesaw, kScoreValue };
 
 struct Fp8Tuning {

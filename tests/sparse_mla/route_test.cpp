@@ -59,6 +59,15 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
     for (int c : sparse_mla::kScoreValueQkChainChoices)
       EXPECT_NE(s.message().find(std::to_string(c)), std::string::npos) << c << ": " << s.message();
   }
+  // The score/value design is a tuning variant: a build without FP8DSA_TUNING says so.
+  if (sparse_mla::kScoreValueQkChainChoices.empty()) {
+    p.num_heads = 64;
+    sparse_mla::Fp8Tuning tuning;
+    tuning.heads64 = sparse_mla::Heads64Design::kScoreValue;
+    const Status s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("built only with FP8DSA_TUNING"), std::string::npos) << s.message();
+  }
   // A count besides the default: refused for h < 64, or not instantiated (a build without
   // FP8DSA_TUNING has the default alone).
   p.num_heads = 16;

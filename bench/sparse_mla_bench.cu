@@ -123,7 +123,7 @@ double time_anchor(const BenchContext& ctx, const MlaInputs& in, int h, const Re
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
-  MlaOutputs outputs;
+  tools::MlaDeviceOutputs outputs;
   FP8DSA_RETURN_IF_ERROR(outputs.allocate(kMlaTokens, num_heads));
   SparseMlaParams p = tools::mla_params(in.host, num_heads);
   p.q = in.q.get();

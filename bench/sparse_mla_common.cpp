@@ -34,26 +34,6 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
   return tools::make_mla_workload(spec);
 }
 
-Status MlaOutputs::allocate(int64_t num_tokens, int num_heads) {
-  const size_t rows = static_cast<size_t>(num_tokens) * static_cast<size_t>(num_heads);
-  FP8DSA_RETURN_IF_ERROR(out.allocate(rows * 512));
-  FP8DSA_RETURN_IF_ERROR(lse.allocate(rows));
-  return max_logits.allocate(rows);
-}
-
-void MlaOutputs::attach(SparseMlaParams* p) const {
-  p->out = out.get();
-  p->lse = lse.get();
-  p->max_logits = max_logits.get();
-}
-
-Status MlaOutputs::download(std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
-                            std::vector<float>* host_max_logits) const {
-  FP8DSA_RETURN_IF_ERROR(out.download(host_out));
-  FP8DSA_RETURN_IF_ERROR(lse.download(host_lse));
-  return max_logits.download(host_max_logits);
-}
-
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
   std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
               who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,

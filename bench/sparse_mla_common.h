@@ -15,6 +15,7 @@
 #include "fp8dsa/status.h"
 #include "op_benches.h"
 #include "tools/device_buffer.h"
+#include "tools/mla_device_outputs.h"
 #include "tools/mla_workload.h"
 #include "tools/sampled_mla_reference.h"
 
@@ -33,17 +34,6 @@ inline constexpr int64_t kMlaCheckEvery = 64;
 tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
                                        tools::MlaValues values = tools::MlaValues::kRealistic,
                                        bool unrounded = false);
-
-// out [T, h, 512] bf16, lse and max_logits [T, h] f32 on the device.
-struct MlaOutputs {
-  tools::DeviceBuffer<uint16_t> out;
-  tools::DeviceBuffer<float> lse, max_logits;
-  Status allocate(int64_t num_tokens, int num_heads);
-  void attach(SparseMlaParams* p) const;  // p's out, lse, max_logits (packed)
-  // Waits for the device, then copies all three to the host.
-  Status download(std::vector<uint16_t>* host_out, std::vector<float>* host_lse,
-                  std::vector<float>* host_max_logits) const;
-};
 
 struct FlashMlaInputs {
   int64_t num_tokens, num_kv;

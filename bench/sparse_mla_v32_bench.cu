@@ -54,7 +54,7 @@ std::vector<uint16_t> first_heads(const std::vector<uint16_t>& q, int h) {
 
 Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, const char* data) {
   const int64_t num_keys = in.host.spec.num_kv;
-  MlaOutputs outputs;
+  tools::MlaDeviceOutputs outputs;
   FP8DSA_RETURN_IF_ERROR(outputs.allocate(kMlaTokens, num_heads));
   SparseMlaParams p = tools::v32_mla_params(in.host, in.v32, num_heads);
   p.q = in.q.get();

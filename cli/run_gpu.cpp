@@ -14,6 +14,7 @@
 #include "run.h"
 #include "stage_table.h"
 #include "tools/device_buffer.h"
+#include "tools/mla_device_outputs.h"
 #include "tools/timing.h"
 
 namespace fp8dsa::cli {
@@ -96,27 +97,6 @@ struct DeviceProblem {
     r.q = q.get();
     r.kv = kv.get();
     return r;
-  }
-};
-
-// Attention outputs on the device.
-struct AttentionOutputs {
-  DeviceBytes out, lse, max_logits;
-  Status allocate(int64_t tokens, int heads) {
-    FP8DSA_RETURN_IF_ERROR(out.allocate(static_cast<size_t>(tokens) * heads * kDimV * sizeof(uint16_t)));
-    FP8DSA_RETURN_IF_ERROR(lse.allocate(static_cast<size_t>(tokens) * heads * sizeof(float)));
-    return max_logits.allocate(static_cast<size_t>(tokens) * heads * sizeof(float));
-  }
-  void point(SparseMlaParams* p) const {
-    p->out = out.get();
-    p->lse = lse.as<float>();
-    p->max_logits = max_logits.as<float>();
-  }
-  Status download(const std::vector<int64_t>& tokens, int heads, SampledOutputs* got) const {
-    FP8DSA_RETURN_IF_ERROR(download_rows(out.as<uint16_t>(), int64_t{heads} * kDimV,
-                                         static_cast<size_t>(heads) * kDimV, tokens, &got->out));
-    FP8DSA_RETURN_IF_ERROR(download_rows(lse.as<float>(), heads, static_cast<size_t>(heads), tokens, &got->lse));
-    return download_rows(max_logits.as<float>(), heads, static_cast<size_t>(heads), tokens, &got->max_logits);
   }
 };
 
@@ -215,12 +195,12 @@ int run_on_gpu(const RunOptions& requested) {
   }
   int64_t valid_selected = 0;
   for (int32_t i : all_indices) valid_selected += (i >= 0 && i < N) ? 1 : 0;
-  AttentionOutputs stage_out;
+  tools::MlaDeviceOutputs stage_out;
   if (const Status s = stage_out.allocate(T, h); !s.is_ok()) return fail("attention outputs", s);
   SparseMlaParams ap = dp.attention_params(problem);
   ap.indices = indices.as<int32_t>();
   ap.stream = se.stream;
-  stage_out.point(&ap);
+  stage_out.attach(&ap);
   const double mla_flops = 2.0 * h * (kDimQk + kDimV) * static_cast<double>(valid_selected);
   StageRow mla_row{"sparse_mla", sparse_mla_kernel_name(sparse_mla_route(ap)), NAN, mla_flops, {}, ""};
   std::printf("  [3/4] sparse MLA ...");
@@ -234,12 +214,12 @@ int run_on_gpu(const RunOptions& requested) {
   rows.push_back(mla_row);
 
   // The whole chain in one call.
-  AttentionOutputs chain_out;
+  tools::MlaDeviceOutputs chain_out;
   if (const Status s = chain_out.allocate(T, h); !s.is_ok()) return fail("attention outputs", s);
   PrefillParams pp;
   pp.indexer = dp.indexer_params(problem);
   pp.attention = dp.attention_params(problem);
-  chain_out.point(&pp.attention);
+  chain_out.attach(&pp.attention);
   pp.topk = k;
   pp.stream = se.stream;
   DeviceBytes workspace;
@@ -267,7 +247,7 @@ int run_on_gpu(const RunOptions& requested) {
     std::fflush(stdout);
     for (const Status& s : {download_rows(logits.as<float>(), ldl, static_cast<size_t>(N), got.tokens, &got.logits),
                             download_rows(indices.as<int32_t>(), k, static_cast<size_t>(k), got.tokens, &got.indices),
-                            stage_out.download(got.tokens, h, &got)}) {
+                            stage_out.download_tokens(got.tokens, &got.out, &got.lse, &got.max_logits)}) {
       if (!s.is_ok()) return fail("download", s);
     }
     std::vector<double> ref_logits;
@@ -283,7 +263,8 @@ int run_on_gpu(const RunOptions& requested) {
       SampledOutputs chain_got;
       chain_got.tokens = got.tokens;
       chain_got.indices = got.indices;
-      if (const Status s = chain_out.download(got.tokens, h, &chain_got); !s.is_ok()) return fail("download", s);
+      const Status s = chain_out.download_tokens(got.tokens, &chain_got.out, &chain_got.lse, &chain_got.max_logits);
+      if (!s.is_ok()) return fail("download", s);
       chain_row.check = check_attention(problem, chain_got);
     }
     std::printf(" done\n");

@@ -11,6 +11,7 @@
 
 #include "common/gpu_test.h"
 #include "tools/metrics.h"
+#include "tools/mla_device_outputs.h"
 #include "tools/random_inputs.h"
 #include "common/rerun.h"
 #include "fp8dsa/fp8.h"
@@ -91,11 +92,12 @@ struct Problem {
   }
 };
 
-struct Outputs {
-  DeviceBuffer<uint16_t> out;
-  DeviceBuffer<float> lse, max_logits;
-  explicit Outputs(int64_t t) : out(t * kHeads * kDv), lse(t * kHeads), max_logits(t * kHeads) {}
-};
+// The chain's outputs for t tokens (tools::MlaDeviceOutputs; throws on allocation failure).
+tools::MlaDeviceOutputs outputs(int64_t t) {
+  tools::MlaDeviceOutputs o;
+  tools::throw_if_error(o.allocate(t, kHeads));
+  return o;
+}
 
 // The chain against the CPU references stage by stage. The indexer's f32 logits and the f64
 // reference differ in the last bits, which can swap keys at the top-k boundary, so the selection is
@@ -105,7 +107,7 @@ struct Outputs {
 TEST(PrefillGpu, MatchesCpuReferencesStageByStage) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pb(7);
-  Outputs got(pb.t);
+  tools::MlaDeviceOutputs got = outputs(pb.t);
   PrefillParams p = pb.params(false, got.out.get(), got.lse.get(), got.max_logits.get());
   DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
   p.workspace = workspace.get();
@@ -153,7 +155,7 @@ TEST(PrefillGpu, MatchesCpuReferencesStageByStage) {
 TEST(PrefillGpu, MatchesStagesRunOneByOneAndReruns) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pb(11);
-  Outputs whole(pb.t), staged(pb.t);
+  tools::MlaDeviceOutputs whole = outputs(pb.t), staged = outputs(pb.t);
   PrefillParams p = pb.params(false, whole.out.get(), whole.lse.get(), whole.max_logits.get());
   DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
   p.workspace = workspace.get();
@@ -198,7 +200,7 @@ TEST(PrefillGpu, MatchesStagesRunOneByOneAndReruns) {
 TEST(PrefillGpu, ReplaysFromACapturedGraph) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pb(13);
-  Outputs direct(pb.t), graphed(pb.t);
+  tools::MlaDeviceOutputs direct = outputs(pb.t), graphed = outputs(pb.t);
   PrefillParams p = pb.params(false, direct.out.get(), direct.lse.get(), direct.max_logits.get());
   DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
   p.workspace = workspace.get();
@@ -231,7 +233,7 @@ TEST(PrefillGpu, ReplaysFromACapturedGraph) {
 TEST(PrefillGpu, FusedEqualsUnfused) {
   FP8DSA_SKIP_WITHOUT_GPU();
   Problem pb(17);
-  Outputs unfused(pb.t), fused(pb.t);
+  tools::MlaDeviceOutputs unfused = outputs(pb.t), fused = outputs(pb.t);
   PrefillParams p = pb.params(false, unfused.out.get(), unfused.lse.get(), unfused.max_logits.get());
   DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
   p.workspace = workspace.get();

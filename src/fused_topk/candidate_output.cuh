@@ -82,8 +82,8 @@ class CandidateOutput {
   static constexpr bool kNeedsOwnTokens = true;
   static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
   static constexpr bool kSamples = kSampled;
-  static constexpr uint32_t kBarrierBase = 4;
-  static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)  // named barriers 4.. (the scorer's ping-pong uses 1..3)
+  static constexpr uint32_t kBarrierBase = indexer_detail::kOutputWarpgroup;  // indexer/config.h
+  static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)
 
   // The strided view of K for the sample (host, per launch). A stride past TMA's limits leaves
   // the launch without a sample: every cell enters until the first compaction, as without one.

@@ -30,48 +30,11 @@
 #include "hopper/tma.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
+#include "indexer/config.h"
 #include "indexer/scorer_epilogue.cuh"
 #include "indexer/scorers.h"
 
 namespace fp8dsa::indexer_detail {
-
-template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_>
-struct QResidentConfig {
-  static constexpr int kHeads = kHeads_;
-  static constexpr int kDim = kDim_;
-  static constexpr int kCols = kCols_;
-  static constexpr int kConsumers = kConsumers_;
-  static constexpr int kStages = kStages_;
-  static constexpr bool kShareTiles = kShareTiles_;
-  static constexpr int kWgTokens = kCols / kHeads;  // tokens of one B block
-  static constexpr int kBlocks = kShareTiles ? kConsumers : 1;
-  static constexpr int kTokens = kBlocks * kWgTokens;  // tokens of the CTA
-  static constexpr int kKeyTile = 64;  // wgmma M
-  static constexpr int kThreads = (kConsumers + 1) * 128;
-  static constexpr hopper::Swizzle kSwizzle = kDim == 128 ? hopper::Swizzle::k128B : hopper::Swizzle::k64B;
-  static_assert(kDim == 64 || kDim == 128, "D in {64, 128}: one swizzle atom per row");
-  static_assert(hopper::swizzle_width_bytes(kSwizzle) == kDim, "a row is exactly one swizzle atom");
-  static constexpr int kQBytes = kBlocks * kCols * kDim;
-  static constexpr int kTileBytes = kKeyTile * kDim;
-  // Every operand tile starts on a 1024-byte boundary (descriptor base_offset = 0).
-  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles keep 1024-byte alignment");
-  static constexpr int kBoundsOffset = kQBytes + kStages * kTileBytes;
-  static constexpr int kMaxTokens = 128;
-  static constexpr int kBarrierOffset = kBoundsOffset + kMaxTokens * 8;  // int2 bounds per token
-  static_assert(kTokens <= kMaxTokens && kTokens <= 256, "bounds table / TMA box hold the block");
-  static constexpr uint32_t kEmptyArrivals = 4 * (kShareTiles ? kConsumers : 1);
-  // The Output policy's shared memory follows the barriers.
-  static constexpr int kOutputOffset = (kBarrierOffset + (2 * kStages + 1) * 8 + 15) / 16 * 16;
-  static constexpr int kSmemBytes = kOutputOffset + 1024;  // + align slack, without the Output's
-  static_assert(kSmemBytes <= 227 * 1024, "fits the opt-in shared memory of one SM");
-
-  // Register split: the producer keeps a few, the consumers take the rest of the 64K file.
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegsRaw = (65536 / 128 - kProducerRegs) / kConsumers;
-  static constexpr int kConsumerRegs = (kConsumerRegsRaw > 240 ? 240 : kConsumerRegsRaw) / 8 * 8;
-  static_assert(kConsumerRegs * kConsumers * 128 + kProducerRegs * 128 <= 65536, "register file");
-  static_assert(kWgTokens * kHeads == kCols, "whole tokens per B block");
-};
 
 // The finished cells of one tile as a lane holds them: slot j is (CTA-local token, key, value),
 // `valid` when the lane owns the slot and the key lies in the token's [ks, ke).
@@ -257,13 +220,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint64_t desc_b0 = hopper::kmajor_descriptor(q_addr, Cfg::kSwizzle, Cfg::kCols, 0);
   hopper::mbarrier_wait(q_full, 0);
 
-  // Ping-pong: the consumers issue their MMAs in a fixed rotation (named barrier 1 + c is "your
-  // turn, consumer c"), so the tensor cores run one consumer's tile while the previous consumer
+  // Ping-pong: the consumers issue their MMAs in a fixed rotation (named barrier kScorerTurn + c is
+  // "your turn, consumer c"), so the tensor cores run one consumer's tile while the previous consumer
   // runs its epilogue. Without it, consumers released by the same stage issue together, their
   // wgmmas interleave, they finish together and the tensor cores idle through both epilogues.
   const bool ping_pong = args.ping_pong && Cfg::kConsumers > 1;
-  const uint32_t my_turn = 1 + wg;
-  const uint32_t next_turn = 1 + (wg + 1) % Cfg::kConsumers;
+  const uint32_t my_turn = kScorerTurn + wg;
+  const uint32_t next_turn = kScorerTurn + (wg + 1) % Cfg::kConsumers;
   constexpr uint32_t kPairThreads = 256;
   if (ping_pong && wg == Cfg::kConsumers - 1) hopper::named_barrier_arrive(next_turn, kPairThreads);
 

@@ -11,6 +11,11 @@ namespace fp8dsa {
 namespace indexer_detail {
 
 Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning) {
+#if !defined(FP8DSA_TUNING)
+  if (tuning.mma_only) {
+    return invalid_argument("indexer q_resident: mma_only (a timing-only variant) is built only with FP8DSA_TUNING");
+  }
+#endif
   return params.head_dim == 64 ? run_q_resident_d64(params, tuning) : run_q_resident_d128(params, tuning);
 }
 

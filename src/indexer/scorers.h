@@ -22,7 +22,7 @@ struct ScorerArgs {
   int64_t ldl = 0;
   int num_token_blocks = 0;  // Q-resident: blocks of kTokens tokens; K-resident: token chunks
   int key_splits = 1;        // Q-resident: parts each token block's key range is cut into
-  bool mma_only = false;     // timing only: skip the epilogue (writes nothing) to see the MMA bound
+  bool mma_only = false;     // timing only, FP8DSA_TUNING builds: skip the epilogue (writes nothing)
   bool ping_pong = true;     // Q-resident: consumers issue their MMAs in rotation
 };
 
@@ -36,7 +36,7 @@ enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarro
 struct QResidentTuning {
   QResidentShape shape = QResidentShape::kAuto;
   int key_splits = 0;  // 0: chosen from the grid size
-  bool mma_only = false;  // timing only (see ScorerArgs)
+  bool mma_only = false;  // timing only (see ScorerArgs); refused by a default build
   bool ping_pong = true;  // see ScorerArgs
 };
 

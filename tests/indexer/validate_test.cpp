@@ -10,6 +10,7 @@
 #include "common/valid_params.h"
 #include "common/validation.h"
 #include "fp8dsa/indexer.h"
+#include "indexer/scorers.h"
 
 namespace fp8dsa {
 namespace {
@@ -229,6 +230,20 @@ TEST(IndexerValidate, KernelNames) {
   EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kKResident), "k_resident");
   EXPECT_STREQ(indexer_kernel_name(IndexerKernel::kReference), "reference");
   EXPECT_STREQ(indexer_kernel_name(static_cast<IndexerKernel>(99)), "unknown");
+}
+
+// The scorer's timing-only variant (no epilogue) is a tuning variant: a default build refuses it
+// before any CUDA call.
+TEST(IndexerTuning, MmaOnlyIsATuningVariant) {
+#if defined(FP8DSA_TUNING)
+  GTEST_SKIP() << "an FP8DSA_TUNING build has it";
+#else
+  indexer_detail::QResidentTuning tuning;
+  tuning.mma_only = true;
+  const Status s = indexer_detail::run_q_resident(testing::valid_indexer_params(), tuning);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("built only with FP8DSA_TUNING"), std::string::npos) << s.message();
+#endif
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/cuda_check.h"
 #include "indexer/key_splits.h"
 #include "indexer/q_resident_scorer.cuh"
+#include "indexer/scorer_output.h"
 #include "indexer/scorer_launch.h"
 
 namespace fp8dsa::indexer_detail {
@@ -18,6 +19,7 @@ namespace fp8dsa::indexer_detail {
 template <class Cfg, class Output>
 Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
                          const typename Output::Args& out_args) {
+  static_assert(ScorerOutput<Output, Cfg>, "Output meets the scorer's contract (indexer/scorer_output.h)");
   int key_splits = tuning.key_splits;
   CUtensorMap k_map{}, q_map{};
   FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));

@@ -46,17 +46,15 @@ struct TileCells {
   bool valid[kFinal];
 };
 
-// The plain scorer's output: every valid cell into logits[t, key]. The policy interface (also
-// fused_topk/candidate_output.cuh): shared bytes per consumer warpgroup, a per-CTA call for a
-// CTA with no key tile (empty_cta: all threads, with the CTA's first token, split and token
-// count), and per consumer warpgroup: construction (with its shared bytes, its first CTA-local
-// token and token count), store() for every tile (all lanes call it), end_tile() after it and
-// finish() after the last. With kDeferStore, a tile's cells are stored while the next tile's MMA
-// runs (end_tile() of tile i then follows the store of tile i - 1). Host side, prepare<Cfg>()
-// completes the Args for the launch; token_active() may leave a token out of a launch (its
-// bounds become empty). With kSamples, sample_range() names a strided view of K (every
-// sample_stride-th key, Args::sample_map) whose tiles are scored first, and end_sample() runs
-// after their cells were stored, before the first key tile's.
+// The plain scorer's output: every valid cell into logits[t, key]. The Output contract is
+// indexer/scorer_output.h (ScorerOutput). The order of the calls: empty_cta() for a CTA with no key
+// tile; otherwise per consumer warpgroup the constructor, store() for every tile (all lanes call
+// it), end_tile() after it and finish() after the last. With kDeferStore, a tile's cells are stored
+// while the next tile's MMA runs (end_tile() of tile i then follows the store of tile i - 1). Host
+// side, prepare<Cfg>() completes the Args for the launch; token_active() may leave a token out of a
+// launch (its bounds become empty). With kSamples, sample_range() names a strided view of K (every
+// sample_stride-th key, Args::sample_map) whose tiles are scored first, and end_sample() runs after
+// their cells were stored, before the first key tile's.
 struct LogitsOutput {
   struct Args {};
   static constexpr int kSmemBytesPerConsumer = 0;

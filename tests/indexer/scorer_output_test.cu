@@ -1,0 +1,44 @@
+// The scorer's Output contract (indexer/scorer_output.h) holds for both policies and catches a
+// policy that lacks a member: compile-time checks.
+#include <gtest/gtest.h>
+
+#include "fused_topk/candidate_output.cuh"
+#include "indexer/config.h"
+#include "indexer/q_resident_scorer.cuh"
+#include "indexer/scorer_output.h"
+
+// Named (not anonymous) so that the members the checks never call raise no unused warnings.
+namespace fp8dsa::indexer_detail::scorer_output_test {
+
+using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
+
+// LogitsOutput without finish().
+struct NoFinish {
+  using Args = LogitsOutput::Args;
+  static constexpr int kSmemBytesPerConsumer = 0;
+  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false;
+  template <class C>
+  static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
+  __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
+  __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
+  __device__ NoFinish(const Args&, const ScorerArgs&, uint8_t*, int, int, int64_t, int) {}
+  template <int kFinal>
+  __device__ void store(const TileCells<kFinal>&, int) {}
+  __device__ void end_tile() {}
+};
+
+// A sampling policy without its sampling hooks.
+struct SamplesWithoutHooks : LogitsOutput {
+  static constexpr bool kSamples = true;
+  using LogitsOutput::LogitsOutput;
+};
+
+static_assert(ScorerOutput<LogitsOutput, Cfg>);
+static_assert(ScorerOutput<fused_topk_impl::CandidateOutput<false>, Cfg>);
+static_assert(ScorerOutput<fused_topk_impl::CandidateOutput<true>, Cfg>);
+static_assert(!ScorerOutput<NoFinish, Cfg>);
+static_assert(!ScorerOutput<SamplesWithoutHooks, Cfg>);
+
+TEST(ScorerOutput, ContractHoldsForBothPolicies) { SUCCEED() << "checked at compile time"; }
+
+}  // namespace fp8dsa::indexer_detail::scorer_output_test

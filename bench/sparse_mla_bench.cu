@@ -158,9 +158,9 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
     ResultRow variant = row;
     variant.shape += " design=score_value";
     variant.kernel += " design=score_value";
-    sparse_mla::Fp8Tuning tuning;
-    tuning.heads64 = sparse_mla::Heads64Design::kScoreValue;
-    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla::launch_sparse_mla_fp8(p, tuning); },
+    detail::sparse_mla::Fp8Tuning tuning;
+    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); },
                                            variant, [&](double seconds, ResultRow& r) {
                                              r.tflops = flops / seconds / 1e12;
                                              r.gbps = (valid * kDimQk) / seconds / 1e9;
@@ -171,12 +171,12 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   }
   // The other QK^T chain counts on the same inputs (rows "qk_chains=N"), with their accuracy.
   for (int chains : ctx.mla_qk_chains) {
-    if (chains == sparse_mla::kDefaultQkChains || num_heads < 32) continue;
+    if (chains == detail::sparse_mla::kDefaultQkChains || num_heads < 32) continue;
     ResultRow variant = row;
     variant.shape += " qk_chains=" + std::to_string(chains);
     variant.kernel += " qk_chains=" + std::to_string(chains);
-    const sparse_mla::Fp8Tuning tuning{chains, sparse_mla::SmallHeads::kDefault};
-    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla::launch_sparse_mla_fp8(p, tuning); },
+    const detail::sparse_mla::Fp8Tuning tuning{chains, detail::sparse_mla::SmallHeads::kDefault};
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); },
                                            variant, [&](double seconds, ResultRow& r) {
                                              r.tflops = flops / seconds / 1e12;
                                              r.gbps = (valid * kDimQk) / seconds / 1e9;

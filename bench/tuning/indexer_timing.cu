@@ -112,7 +112,7 @@ void target_shape(const Buffers& b) {
   bool causal = false;
   const double pairs = set_bounds(b, 4096, 65536, &causal);
   const IndexerParams p = params_for(b, 4096, 65536, 64);
-  using indexer_detail::QResidentShape;
+  using detail::indexer::QResidentShape;
   struct Variant {
     const char* name;
     QResidentShape shape;
@@ -132,16 +132,16 @@ void target_shape(const Buffers& b) {
       {"MMA only narrow-shared", QResidentShape::kNarrowShared, 0, true, true},
   };
   for (const Variant& v : variants) {
-    indexer_detail::QResidentTuning tuning;
+    detail::indexer::QResidentTuning tuning;
     tuning.shape = v.shape;
     tuning.key_splits = v.splits;
     tuning.ping_pong = v.ping_pong;
     tuning.mma_only = v.mma_only;
-    const double ms = time_ms([&] { return indexer_detail::run_q_resident(p, tuning); });
+    const double ms = time_ms([&] { return detail::indexer::run_q_resident(p, tuning); });
     std::printf("q_res %-24s %8.3f ms %7.1f TFLOPS  gemm %.3f\n", v.name, ms, tflops(pairs, 64, ms),
                 tflops(pairs, 64, ms) / kGemmTflops);
   }
-  const double ms = time_ms([&] { return indexer_detail::run_k_resident(p); });
+  const double ms = time_ms([&] { return detail::indexer::run_k_resident(p); });
   std::printf("%-26s %8.3f ms %7.1f TFLOPS\n", "k_res", ms, tflops(pairs, 64, ms));
 }
 
@@ -172,8 +172,8 @@ void router_grid(const Buffers& b, bool quick) {
         bool causal = false;
         const double pairs = set_bounds(b, T, N, &causal);
         IndexerParams p = params_for(b, T, N, H);
-        const double q_ms = time_ms([&] { return indexer_detail::run_q_resident(p); });
-        const double k_ms = time_ms([&] { return indexer_detail::run_k_resident(p); });
+        const double q_ms = time_ms([&] { return detail::indexer::run_q_resident(p); });
+        const double k_ms = time_ms([&] { return detail::indexer::run_k_resident(p); });
         std::printf("%6lld %7lld %3d %6s %10.1f %10.1f %8.1f %8.1f %s\n", static_cast<long long>(T),
                     static_cast<long long>(N), H, causal ? "causal" : "full", q_ms * 1e3, k_ms * 1e3,
                     tflops(pairs, H, q_ms), tflops(pairs, H, k_ms), q_ms <= k_ms ? "q_res" : "k_res");

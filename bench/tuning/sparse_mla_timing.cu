@@ -22,11 +22,11 @@
 
 namespace {
 
-using fp8dsa::sparse_mla::Fp8Tuning;
-using fp8dsa::sparse_mla::SmallHeads;
+using fp8dsa::detail::sparse_mla::Fp8Tuning;
+using fp8dsa::detail::sparse_mla::SmallHeads;
 
 double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tuning) {
-  const auto launch = [&](int) { return fp8dsa::sparse_mla::launch_sparse_mla_fp8(p, tuning); };
+  const auto launch = [&](int) { return fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); };
   fp8dsa::tools::TimingConfig config;
   config.reps = reps;
   fp8dsa::tools::Timing timing;
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     if (argc > 4) {
       tuning.small_heads = std::strcmp(argv[4], "padded") == 0 ? SmallHeads::kPadded : SmallHeads::kTransposed;
     }
-    const fp8dsa::Status st = fp8dsa::sparse_mla::launch_sparse_mla_fp8(params_for(h), tuning);
+    const fp8dsa::Status st = fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(params_for(h), tuning);
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::printf("profile launch h=%d qk_chains=%d: %s\n", h, tuning.qk_chains, st.to_string().c_str());
     return st.is_ok() ? 0 : 1;
@@ -102,17 +102,17 @@ int main(int argc, char** argv) {
   };
   std::vector<Run> runs;
   for (int h : {128, 64}) {
-    for (int chains : fp8dsa::sparse_mla::kSeesawQkChainChoices) runs.push_back({h, {chains, SmallHeads::kDefault}});
-    for (int chains : fp8dsa::sparse_mla::kScoreValueQkChainChoices) {
-      fp8dsa::sparse_mla::Fp8Tuning tuning{chains, SmallHeads::kDefault};
-      tuning.heads64 = fp8dsa::sparse_mla::Heads64Design::kScoreValue;
+    for (int chains : fp8dsa::detail::sparse_mla::kSeesawQkChainChoices) runs.push_back({h, {chains, SmallHeads::kDefault}});
+    for (int chains : fp8dsa::detail::sparse_mla::kScoreValueQkChainChoices) {
+      fp8dsa::detail::sparse_mla::Fp8Tuning tuning{chains, SmallHeads::kDefault};
+      tuning.heads64 = fp8dsa::detail::sparse_mla::Heads64Design::kScoreValue;
       runs.push_back({h, tuning});
     }
   }
   for (int h : {32, 16, 8}) {
-    runs.push_back({h, {fp8dsa::sparse_mla::kDefaultQkChains, SmallHeads::kPadded}});
-    if (fp8dsa::sparse_mla::has_transposed_kernel(h)) {
-      runs.push_back({h, {fp8dsa::sparse_mla::kDefaultQkChains, SmallHeads::kTransposed}});
+    runs.push_back({h, {fp8dsa::detail::sparse_mla::kDefaultQkChains, SmallHeads::kPadded}});
+    if (fp8dsa::detail::sparse_mla::has_transposed_kernel(h)) {
+      runs.push_back({h, {fp8dsa::detail::sparse_mla::kDefaultQkChains, SmallHeads::kTransposed}});
     }
   }
   const double pairs = static_cast<double>(w.valid_pairs);

@@ -1,5 +1,5 @@
 // Top-k launch-path timings for tuning (not the benchmark: fp8dsa_bench reports the official
-// numbers). For each shape it times every candidate path of topk_impl with CUDA events (median of
+// numbers). For each shape it times every candidate path of detail::topk with CUDA events (median of
 // kIters launches over rotating input sets), checks that the paths agree with the chosen one, and
 // times the CUB sort baseline. Build: ninja fp8dsa_topk_timing; run with no arguments.
 #include <algorithm>
@@ -31,7 +31,7 @@ struct Shape {
 
 struct Candidate {
   std::string name;
-  fp8dsa::topk_impl::LaunchConfig config;
+  fp8dsa::detail::topk::LaunchConfig config;
   bool sorted = false;
 };
 
@@ -96,22 +96,22 @@ void run_shape(const Shape& shape, bool with_baseline) {
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&base.workspace, ws_bytes));
   base.workspace_bytes = ws_bytes;
 
-  const topk_impl::LaunchConfig chosen = topk_impl::choose_launch(base);
+  const detail::topk::LaunchConfig chosen = detail::topk::choose_launch(base);
   std::vector<Candidate> cands;
   cands.push_back({"chosen", chosen});
   cands.push_back({"chosen-sorted", chosen, true});
   // t512 with <= 12288 cached keys fits two CTAs per SM; the others run one.
   const std::pair<int, int64_t> rows_configs[] = {{1024, -1}, {1024, 0}, {512, -1}, {512, 0}, {512, 12288}, {512, 8192}};
   for (const auto& [threads, cache] : rows_configs) {
-    topk_impl::LaunchConfig c;
+    detail::topk::LaunchConfig c;
     c.threads = threads;
     c.cache_keys = cache;
     cands.push_back({"row t" + std::to_string(threads) + " cache" + std::to_string(cache), c});
   }
-  const int max_chunks = topk_impl::max_split_chunks(base);
+  const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {
     if (chunks > max_chunks) continue;
-    topk_impl::LaunchConfig c;
+    detail::topk::LaunchConfig c;
     c.split = true;
     c.chunks = chunks;
     cands.push_back({"split x" + std::to_string(chunks), c});
@@ -123,7 +123,7 @@ void run_shape(const Shape& shape, bool with_baseline) {
     p.sorted = cand.sorted;
     auto launch = [&](int s) {
       p.logits = logits[s];
-      const Status st = topk_impl::launch(p, cand.config);
+      const Status st = detail::topk::launch(p, cand.config);
       if (!st.is_ok()) {
         std::fprintf(stderr, "launch failed: %s\n", st.to_string().c_str());
         std::exit(1);

@@ -11,7 +11,7 @@
 
 #include "fp8dsa/types.h"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 
 // A tile of the scorer adds at most this many candidates per token (its key rows).
 inline constexpr int kTileKeys = 64;
@@ -78,4 +78,4 @@ inline CandidateLayout candidate_layout(int64_t num_tokens, int splits, int k) {
   return l;
 }
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

@@ -44,7 +44,7 @@
 #include "indexer/q_resident_scorer.cuh"
 #include "topk/radix_select.cuh"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 
 // A (token, split) whose prefloor let fewer than k cells in: rescored by the redo launch.
 inline constexpr uint32_t kRedoBit = 0x80000000u;
@@ -82,7 +82,7 @@ class CandidateOutput {
   static constexpr bool kNeedsOwnTokens = true;
   static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
   static constexpr bool kSamples = kSampled;
-  static constexpr uint32_t kBarrierBase = indexer_detail::kOutputWarpgroup;  // indexer/config.h
+  static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
   static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)
 
   // The strided view of K for the sample (host, per launch). A stride past TMA's limits leaves
@@ -117,7 +117,7 @@ class CandidateOutput {
     *stride = a.sample_stride;
   }
 
-  __device__ static void empty_cta(const Args& a, const indexer_detail::ScorerArgs& args, int64_t first_token,
+  __device__ static void empty_cta(const Args& a, const detail::indexer::ScorerArgs& args, int64_t first_token,
                                    int split, int block_tokens, int tid) {
     if (a.redo) return;  // its tokens keep the first launch's candidates
     if (tid < block_tokens && first_token + tid < args.num_tokens) {
@@ -125,7 +125,7 @@ class CandidateOutput {
     }
   }
 
-  __device__ CandidateOutput(const Args& a, const indexer_detail::ScorerArgs& args, uint8_t* smem, int wg_token0,
+  __device__ CandidateOutput(const Args& a, const detail::indexer::ScorerArgs& args, uint8_t* smem, int wg_token0,
                              int wg_tokens, int64_t first_token, int split)
       : a_(a),
         s_(shared_space(smem)),
@@ -188,7 +188,7 @@ class CandidateOutput {
   // token's buffer, one shared atomic per (token, slot j) and warp, all issued before any result is
   // used. Which lanes share a token in slot j is fixed by the epilogue's layout: found once.
   template <int kFinal>
-  __device__ void store(const indexer_detail::TileCells<kFinal>& c, int lane) {
+  __device__ void store(const detail::indexer::TileCells<kFinal>& c, int lane) {
     static_assert(kFinal <= kMaxFinal, "peer masks for every slot");
     if (!peers_found_) {
 #pragma unroll
@@ -202,7 +202,7 @@ class CandidateOutput {
 #pragma unroll
     for (int j = 0; j < kFinal; ++j) {
       const int u = c.token[j] - wg_token0_;
-      key[j] = topk_impl::order_key(c.value[j]);
+      key[j] = detail::topk::order_key(c.value[j]);
       enter[j] = c.valid[j] && key[j] >= s_->floor[u];
       group[j] = peers_[j] & __ballot_sync(0xFFFFFFFFu, enter[j]);
     }
@@ -383,4 +383,4 @@ class CandidateOutput {
   uint32_t peers_[kMaxFinal];
 };
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

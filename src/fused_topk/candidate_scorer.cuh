@@ -6,7 +6,7 @@
 #include "fused_topk/launch.h"
 #include "indexer/q_resident_launch.cuh"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 
 template <int kDim>
 Status launch_candidate_scorer_dim(const IndexerParams& scores, const CandidateBuffers& buffers, int k) {
@@ -18,19 +18,19 @@ Status launch_candidate_scorer_dim(const IndexerParams& scores, const CandidateB
   args.k = k;
   args.sample_stride = sample_stride(scores.num_keys, buffers.splits, buffers.capacity);
   args.sample_target = buffers.capacity * kSampleTargetPercent / 100;
-  indexer_detail::QResidentTuning tuning;
-  tuning.shape = indexer_detail::QResidentShape::kAuto;  // one token block per consumer
+  detail::indexer::QResidentTuning tuning;
+  tuning.shape = detail::indexer::QResidentShape::kAuto;  // one token block per consumer
   tuning.key_splits = buffers.splits;
   // The MMA rotation only with a sample: without one a compacting warpgroup holds its partner's
   // turn through each of its many compactions (bench/RESULTS.md, 2026-12-01, the prefloor).
   tuning.ping_pong = args.sample_stride > 0;
-  if (args.sample_stride == 0) return indexer_detail::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
-  FP8DSA_RETURN_IF_ERROR((indexer_detail::run_q_resident_dim<kDim, CandidateOutput<true>>(scores, tuning, args)));
+  if (args.sample_stride == 0) return detail::indexer::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
+  FP8DSA_RETURN_IF_ERROR((detail::indexer::run_q_resident_dim<kDim, CandidateOutput<true>>(scores, tuning, args)));
   // The (token, split)s whose sampled floor let fewer than k cells in, again with no floor; a
   // launch of CTAs that find nothing marked when there are none.
   args.sample_stride = 0;
   args.redo = true;
-  return indexer_detail::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
+  return detail::indexer::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
 }
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

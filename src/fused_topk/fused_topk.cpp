@@ -13,7 +13,7 @@
 #include "indexer/key_splits.h"
 
 namespace fp8dsa {
-namespace fused_topk_impl {
+namespace detail::fused_topk {
 namespace {
 
 // The stage params the fused call stands for, with a placeholder where the unfused call would
@@ -53,7 +53,7 @@ TopkParams select_params(const FusedTopkParams& params) {
 // second one: T = 64, N = 65536 (8 blocks): 16 splits (128 CTAs) 0.300 ms, 17 (136) 0.395 ms.
 // At least 8 key tiles per split.
 int choose_key_splits(const IndexerParams& scores) {
-  const int block_tokens = indexer_detail::q_resident_auto_block_tokens(scores.num_heads);
+  const int block_tokens = detail::indexer::q_resident_auto_block_tokens(scores.num_heads);
   const int64_t blocks = (scores.num_tokens + block_tokens - 1) / block_tokens;
   const int64_t sms = device_sm_count();
   if (sms <= 0 || blocks >= sms) return 1;
@@ -66,7 +66,7 @@ Status launch_candidate_scorer(const IndexerParams& scores, const CandidateBuffe
                                : launch_candidate_scorer_d128(scores, buffers, k);
 }
 
-}  // namespace fused_topk_impl
+}  // namespace detail::fused_topk
 
 Status validate(const FusedTopkParams& params) {
   constexpr const char* kOp = "fused_topk";
@@ -77,8 +77,8 @@ Status validate(const FusedTopkParams& params) {
   }
   // The two stage checks build their messages with std::string: they may throw bad_alloc.
   return detail::no_throw(kOp, [&] {
-    for (const Status& s : {validate(fused_topk_impl::scorer_params(params)),
-                            validate(fused_topk_impl::select_params(params))}) {
+    for (const Status& s : {validate(detail::fused_topk::scorer_params(params)),
+                            validate(detail::fused_topk::select_params(params))}) {
       if (!s.is_ok()) return Status{s.code(), std::string(kOp) + ": " + s.message()};
     }
     return Status::ok();
@@ -97,7 +97,7 @@ Status fused_topk_workspace_bytes(const FusedTopkParams& params, size_t* bytes) 
     FP8DSA_RETURN_IF_ERROR(check_range(kOp, "select.k", params.select.k, 1, 2048));
     *bytes = s.num_tokens == 0 || s.num_keys == 0
                  ? 0
-                 : fused_topk_impl::candidate_layout(s.num_tokens, fused_topk_impl::choose_key_splits(s),
+                 : detail::fused_topk::candidate_layout(s.num_tokens, detail::fused_topk::choose_key_splits(s),
                                                      params.select.k)
                        .total;
     return Status::ok();
@@ -112,7 +112,7 @@ size_t fused_topk_workspace_bytes(const FusedTopkParams& params) {
 namespace {
 
 Status fused_topk_unguarded(const FusedTopkParams& params) {
-  using namespace fused_topk_impl;
+  using namespace detail::fused_topk;
   FP8DSA_RETURN_IF_ERROR(validate(params));
   FP8DSA_RETURN_IF_ERROR(check_device());
   const IndexerParams scores = scorer_params(params);

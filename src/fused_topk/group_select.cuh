@@ -13,7 +13,7 @@
 
 #include "hopper/warpgroup.cuh"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 
 inline constexpr int kSelectBins = 2048;
 
@@ -161,4 +161,4 @@ class GroupSelect {
 
 using WarpgroupSelect = GroupSelect<128>;
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

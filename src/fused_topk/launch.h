@@ -8,7 +8,7 @@
 #include "fp8dsa/status.h"
 #include "fp8dsa/topk.h"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 
 // The candidate buffers inside the workspace (candidate_layout.h).
 struct CandidateBuffers {
@@ -31,4 +31,4 @@ Status launch_candidate_scorer_d128(const IndexerParams& scores, const Candidate
 // Writes out.indices from the candidates (buffers.splits == 0: every row gets -1 only).
 Status launch_select_candidates(const TopkParams& out, const CandidateBuffers& buffers);
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

@@ -18,15 +18,15 @@
 #include "fused_topk/launch.h"
 #include "topk/radix_select.cuh"
 
-namespace fp8dsa::fused_topk_impl {
+namespace fp8dsa::detail::fused_topk {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr int kItems = topk_impl::kMaxK / kThreads;  // 4 sorted slots per thread
+constexpr int kItems = detail::topk::kMaxK / kThreads;  // 4 sorted slots per thread
 constexpr int kPer = 16;                             // candidates held per thread
 constexpr uint32_t kHeld = kThreads * kPer;          // 8192
 constexpr uint32_t kBarrier = 1;
-constexpr uint32_t kBitmapWords = topk_impl::kMaxK * 2;  // the picked[] array seen as 32-bit words
+constexpr uint32_t kBitmapWords = detail::topk::kMaxK * 2;  // the picked[] array seen as 32-bit words
 constexpr uint32_t kBitmapBits = kBitmapWords * 32;      // 131072 rows
 using Select = GroupSelect<kThreads>;
 
@@ -45,7 +45,7 @@ struct Smem {
     typename cub::BlockRadixSort<uint32_t, kThreads, kItems>::TempStorage sort32;
     typename cub::BlockRadixSort<uint64_t, kThreads, kItems>::TempStorage sort64;
   } sort;
-  uint64_t picked[topk_impl::kMaxK];
+  uint64_t picked[detail::topk::kMaxK];
   uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
 };
 
@@ -69,20 +69,20 @@ __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row
 // The k-th candidate over global memory when the row has more than kHeld: three fixed levels
 // (topk/config.h), each a pass over the candidates and a parallel search of the group's
 // histogram. Returns (key, last row kept among its ties).
-static_assert(kSelectBins == topk_impl::kNumBins, "the fixed levels' digits index the group's histogram");
+static_assert(kSelectBins == detail::topk::kNumBins, "the fixed levels' digits index the group's histogram");
 __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, uint32_t total, uint32_t k,
                                    uint32_t* kth_key, uint32_t* last_row) {
   uint32_t* hist = s.select.hist;
   const Select sel(&s.select, kBarrier, threadIdx.x);
-  for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
+  for (int i = threadIdx.x; i < detail::topk::kNumBins; i += kThreads) hist[i] = 0u;
   sel.sync();
   uint32_t r = k, prefix = 0, equal = 0;
   for (int pass = 0; pass < 2; ++pass) {  // 0: the key; 1: among its ties, the row (as ~row)
     uint32_t vprefix = 0;
     for (int level = 0; level < 3; ++level) {
-      const uint32_t pmask = topk_impl::level_prefix_mask(level);
-      const int shift = topk_impl::level_shift(level);
-      const uint32_t dmask = topk_impl::level_digit_mask(level);
+      const uint32_t pmask = detail::topk::level_prefix_mask(level);
+      const int shift = detail::topk::level_shift(level);
+      const uint32_t dmask = detail::topk::level_digit_mask(level);
       int split = 0;
 #pragma unroll 4
       for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
@@ -95,7 +95,7 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
       sel.sync();
       sel.find_bin(r);  // the bin holding the r-th largest
       const uint32_t bin = s.select.found[0], bin_above = s.select.found[1], bin_count = s.select.found[2];
-      for (int i = threadIdx.x; i < topk_impl::kNumBins; i += kThreads) hist[i] = 0u;
+      for (int i = threadIdx.x; i < detail::topk::kNumBins; i += kThreads) hist[i] = 0u;
       vprefix |= bin << shift;
       r -= bin_above;
       equal = bin_count;
@@ -168,8 +168,8 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   // The survivors: bits of a bitmap over the row range (ascending rows, the range within
   // kBitmapBits), else sort keys: the row offset (ascending rows) or (score key, ~row) descending.
   const bool by_score = a.out.sorted;
-  const int64_t row_lo = topk_impl::clamp_bound(a.out.ks[row], a.out.num_keys);
-  const int64_t row_hi = topk_impl::clamp_bound(a.out.ke[row], a.out.num_keys);
+  const int64_t row_lo = detail::topk::clamp_bound(a.out.ks[row], a.out.num_keys);
+  const int64_t row_hi = detail::topk::clamp_bound(a.out.ke[row], a.out.num_keys);
   const uint32_t range = row_hi > row_lo ? static_cast<uint32_t>(row_hi - row_lo) : 1u;
   const bool bitmap = !by_score && range <= kBitmapBits;
   uint32_t* words = reinterpret_cast<uint32_t*>(s.picked);
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       while (w != 0u) {
         const int bit = __ffs(w) - 1;
         w &= w - 1u;
-        out[rank++] = topk_impl::page_transform(a.out, row, static_cast<int32_t>(row_lo + int64_t{i} * 32 + bit));
+        out[rank++] = detail::topk::page_transform(a.out, row, static_cast<int32_t>(row_lo + int64_t{i} * 32 + bit));
       }
     }
     // Ranks past the survivors (a row with fewer than k valid keys) are padding.
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       const uint32_t rank = threadIdx.x * kItems + j;
       if (rank < k) {
         const int32_t key_row = static_cast<int32_t>(~static_cast<uint32_t>(item[j]));
-        out[rank] = rank < selected ? topk_impl::page_transform(a.out, row, key_row) : -1;
+        out[rank] = rank < selected ? detail::topk::page_transform(a.out, row, key_row) : -1;
       }
     }
     return;
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     const uint32_t rank = threadIdx.x * kItems + j;
     if (rank < k) {
       out[rank] = rank < selected
-                      ? topk_impl::page_transform(a.out, row, static_cast<int32_t>(row_lo + item[j]))
+                      ? detail::topk::page_transform(a.out, row, static_cast<int32_t>(row_lo + item[j]))
                       : -1;
     }
   }
@@ -277,4 +277,4 @@ Status launch_select_candidates(const TopkParams& out, const CandidateBuffers& b
   return Status::ok();
 }
 
-}  // namespace fp8dsa::fused_topk_impl
+}  // namespace fp8dsa::detail::fused_topk

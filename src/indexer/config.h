@@ -7,7 +7,7 @@
 
 #include "hopper/swizzle.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 // Named barriers of the Q-resident scorer and its Output policies (0 is __syncthreads).
 enum ScorerBarrier : uint32_t {
@@ -60,4 +60,4 @@ struct QResidentConfig {
   static_assert(kConsumers <= kMaxScorerConsumers, "the named-barrier plan holds this many consumers");
 };
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -9,7 +9,7 @@
 #include "core/cuda_check.h"
 #include "indexer/scorers.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 namespace {
 
 constexpr int kThreads = 256;
@@ -54,4 +54,4 @@ Status fill_masked_cells(const IndexerParams& p) {
   return Status::ok();
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

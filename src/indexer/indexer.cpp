@@ -8,7 +8,7 @@
 #include "indexer/scorers.h"
 
 namespace fp8dsa {
-namespace indexer_detail {
+namespace detail::indexer {
 
 Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning) {
 #if !defined(FP8DSA_TUNING)
@@ -19,7 +19,7 @@ Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning
   return params.head_dim == 64 ? run_q_resident_d64(params, tuning) : run_q_resident_d128(params, tuning);
 }
 
-}  // namespace indexer_detail
+}  // namespace detail::indexer
 
 static Status indexer_logits_unguarded(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
@@ -32,9 +32,9 @@ static Status indexer_logits_unguarded(const IndexerParams& params) {
   }
   const IndexerParams p = params.resolved();
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
-  if (p.fill_masked) FP8DSA_RETURN_IF_ERROR(indexer_detail::fill_masked_cells(p));
-  return kernel == IndexerKernel::kQResident ? indexer_detail::run_q_resident(p)
-                                             : indexer_detail::run_k_resident(p);
+  if (p.fill_masked) FP8DSA_RETURN_IF_ERROR(detail::indexer::fill_masked_cells(p));
+  return kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p)
+                                             : detail::indexer::run_k_resident(p);
 }
 
 Status indexer_logits(const IndexerParams& params) {

@@ -9,7 +9,7 @@
 #include "indexer/k_resident_scorer.cuh"
 #include "indexer/scorer_launch.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 namespace {
 
 template <class Cfg>
@@ -56,4 +56,4 @@ Status run_k_resident(const IndexerParams& p) {
   return p.head_dim == 64 ? run_dim<64>(p) : run_dim<128>(p);
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -17,7 +17,7 @@
 #include "indexer/scorer_epilogue.cuh"
 #include "indexer/scorers.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 template <int kHeads_, int kDim_, int kStages_>
 struct KResidentConfig {
@@ -181,4 +181,4 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   }
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

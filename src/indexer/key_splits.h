@@ -8,7 +8,7 @@
 
 #include "core/cuda_check.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 // Key splits when the token blocks alone cannot fill the machine: aim for about four CTAs per SM
 // in total, but keep at least 8 key tiles per CTA so a split still amortises its Q load.
@@ -23,4 +23,4 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // buffers with it): wide for H >= 32 (two consumers of 256 columns), narrow below (three of 128).
 inline int q_resident_auto_block_tokens(int heads) { return heads >= 32 ? 2 * 256 / heads : 3 * 128 / heads; }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -14,7 +14,7 @@
 #include "indexer/scorer_output.h"
 #include "indexer/scorer_launch.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 template <class Cfg, class Output>
 Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
@@ -92,4 +92,4 @@ Status run_q_resident_dim(const IndexerParams& p, const QResidentTuning& tuning,
                           " is not one of {4, 8, 16, 32, 64}");
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -34,7 +34,7 @@
 #include "indexer/scorer_epilogue.cuh"
 #include "indexer/scorers.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 // The finished cells of one tile as a lane holds them: slot j is (CTA-local token, key, value),
 // `valid` when the lane owns the slot and the key lies in the token's [ks, ke).
@@ -324,4 +324,4 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   out.finish();
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

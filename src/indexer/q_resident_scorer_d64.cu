@@ -1,8 +1,8 @@
 // Q-resident scorer instantiations for D = 64.
 #include "indexer/q_resident_launch.cuh"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 Status run_q_resident_d64(const IndexerParams& p, const QResidentTuning& tuning) {
   return run_q_resident_dim<64>(p, tuning);
 }
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

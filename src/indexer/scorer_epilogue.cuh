@@ -13,7 +13,7 @@
 
 #include "hopper/wgmma.cuh"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 template <int kHeads, int kCols>
 struct ScoreEpilogue {
@@ -125,4 +125,4 @@ struct ScoreEpilogue {
   }
 };
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -9,7 +9,7 @@
 #include "hopper/tma_map.h"
 #include "indexer/scorers.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 template <class Cfg>
 Status make_scorer_tensor_maps(const IndexerParams& p, CUtensorMap* k_map, CUtensorMap* q_map) {
@@ -38,4 +38,4 @@ inline ScorerArgs scorer_args(const IndexerParams& p) {
   return args;
 }
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -11,7 +11,7 @@
 #include "fp8dsa/status.h"
 #include "indexer/scorers.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 template <int kFinal>
 struct TileCells;
@@ -39,4 +39,4 @@ concept ScorerOutput =
       out.end_sample(bounds, n, n);                          // after the sample tiles' stores
     });
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -7,7 +7,7 @@
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/status.h"
 
-namespace fp8dsa::indexer_detail {
+namespace fp8dsa::detail::indexer {
 
 // Device-side arguments shared by the scorers (strides resolved, in elements).
 struct ScorerArgs {
@@ -50,4 +50,4 @@ Status run_k_resident(const IndexerParams& params);
 // Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option).
 Status fill_masked_cells(const IndexerParams& params);
 
-}  // namespace fp8dsa::indexer_detail
+}  // namespace fp8dsa::detail::indexer

@@ -29,10 +29,10 @@ __global__ void __launch_bounds__(kThreads) lse_merge_kernel(const LseMergeParam
   for (int64_t row = int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / kThreadsPerRow; row < rows;
        row += int64_t{gridDim.x} * kRowsPerBlock) {
     const int64_t t = row / p.num_heads, head = row % p.num_heads;
-    const float lse = merge::merged_lse<float>(p.lse_parts + row, rows, p.num_parts);
+    const float lse = detail::lse_merge::merged_lse<float>(p.lse_parts + row, rows, p.num_parts);
     float acc[kColumnsPerThread] = {};
     for (int r = 0; r < p.num_parts; ++r) {
-      const float w = merge::part_weight<float>(p.lse_parts[r * rows + row], lse);
+      const float w = detail::lse_merge::part_weight<float>(p.lse_parts[r * rows + row], lse);
       if (w == 0.0f) continue;
       const uint4 raw = *reinterpret_cast<const uint4*>(parts + r * p.part_stride + t * p.token_stride +
                                                         head * p.head_stride + column);
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) lse_merge_kernel(const LseMergeParam
       }
     }
     const float sink = p.attn_sink != nullptr ? p.attn_sink[head] : -INFINITY;
-    const float factor = merge::sink_factor<float>(lse, sink);
+    const float factor = detail::lse_merge::sink_factor<float>(lse, sink);
     uint32_t words[kColumnsPerThread / 2];
 #pragma unroll
     for (int i = 0; i < kColumnsPerThread / 2; ++i) {

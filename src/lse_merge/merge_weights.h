@@ -7,7 +7,7 @@
 
 #include "core/host_device.h"
 
-namespace fp8dsa::merge {
+namespace fp8dsa::detail::lse_merge {
 
 // A part counts for a row when its lse is finite (+inf: no valid key, SPEC 4).
 template <class F>
@@ -47,4 +47,4 @@ FP8DSA_HOST_DEVICE F sink_factor(F lse, F sink) {
   return F{1} / (F{1} + exp(sink - lse));
 }
 
-}  // namespace fp8dsa::merge
+}  // namespace fp8dsa::detail::lse_merge

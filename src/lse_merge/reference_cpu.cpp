@@ -18,16 +18,16 @@ static Status lse_merge_cpu_unguarded(const LseMergeParams& params) {
   auto* out = static_cast<uint16_t*>(p.out);
   parallel_for(0, rows, [&](int64_t row) {
     const int64_t t = row / p.num_heads, head = row % p.num_heads;
-    const double lse = merge::merged_lse<double>(p.lse_parts + row, rows, p.num_parts);
+    const double lse = detail::lse_merge::merged_lse<double>(p.lse_parts + row, rows, p.num_parts);
     std::vector<double> acc(static_cast<size_t>(p.d_v), 0.0);
     for (int r = 0; r < p.num_parts; ++r) {
-      const double w = merge::part_weight<double>(p.lse_parts[r * rows + row], lse);
+      const double w = detail::lse_merge::part_weight<double>(p.lse_parts[r * rows + row], lse);
       if (w == 0.0) continue;
       const uint16_t* v = parts + r * p.part_stride + t * p.token_stride + head * p.head_stride;
       for (int c = 0; c < p.d_v; ++c) acc[c] += w * double{bf16_to_float(v[c])};
     }
     const double sink = p.attn_sink != nullptr ? double{p.attn_sink[head]} : -INFINITY;
-    const double factor = merge::sink_factor<double>(lse, sink);
+    const double factor = detail::lse_merge::sink_factor<double>(lse, sink);
     uint16_t* o = out + t * p.out_token_stride + head * p.out_head_stride;
     for (int c = 0; c < p.d_v; ++c) o[c] = float_to_bf16(static_cast<float>(acc[c] * factor));
     p.lse[row] = static_cast<float>(lse);

@@ -23,7 +23,7 @@ Status with_prefix(Status status) {
 
 Status validate_unguarded(const PrefillParams& params) {
   using namespace detail;
-  FP8DSA_RETURN_IF_ERROR(pipeline_detail::validate_shape(params));
+  FP8DSA_RETURN_IF_ERROR(detail::pipeline::validate_shape(params));
   if (params.attention.topk_length != nullptr) {
     return invalid_argument(concat(kOp, ": attention.topk_length must be null (prefill gives every token "
                                    "min(topk, its key count) selected keys itself)"));
@@ -36,7 +36,7 @@ Status validate_unguarded(const PrefillParams& params) {
   }
   IndexerParams indexer = params.indexer;
   indexer.logits = kWorkspaceLogitsStandIn;
-  indexer.ldl = pipeline_detail::logits_ldl(indexer.num_keys);  // the workspace's rows
+  indexer.ldl = detail::pipeline::logits_ldl(indexer.num_keys);  // the workspace's rows
   FP8DSA_RETURN_IF_ERROR(with_prefix(validate(indexer)));
 
   SparseMlaParams attention = params.attention;
@@ -59,7 +59,7 @@ Status validate_unguarded(const PrefillParams& params) {
 
 }  // namespace
 
-namespace pipeline_detail {
+namespace detail::pipeline {
 
 Status validate_shape(const PrefillParams& params) {
   using namespace detail;
@@ -69,7 +69,7 @@ Status validate_shape(const PrefillParams& params) {
   return with_prefix(check_size("indexer", "num_keys", params.indexer.num_keys));
 }
 
-}  // namespace pipeline_detail
+}  // namespace detail::pipeline
 
 Status validate(const PrefillParams& params) {
   return detail::no_throw(kOp, [&] { return validate_unguarded(params); });

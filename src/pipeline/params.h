@@ -3,7 +3,7 @@
 
 #include "fp8dsa/pipeline.h"
 
-namespace fp8dsa::pipeline_detail {
+namespace fp8dsa::detail::pipeline {
 
 // topk and the indexer's num_tokens / num_keys, with the messages validate() gives for them.
 Status validate_shape(const PrefillParams& params);
@@ -20,4 +20,4 @@ inline int64_t logits_ldl(int64_t num_keys) {
   return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
 }
 
-}  // namespace fp8dsa::pipeline_detail
+}  // namespace fp8dsa::detail::pipeline

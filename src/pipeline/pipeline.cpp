@@ -81,7 +81,7 @@ WorkspacePlan plan_workspace(const PrefillParams& params) {
   const int64_t num_tokens = params.indexer.num_tokens;
   size_t offset = 0;
   if (!params.fused) {
-    plan.ldl = pipeline_detail::logits_ldl(params.indexer.num_keys);
+    plan.ldl = detail::pipeline::logits_ldl(params.indexer.num_keys);
     plan.logits_offset = offset;
     plan.logits_bytes = checked_bytes(num_tokens, plan.ldl, sizeof(float));
     offset = add_saturating(offset, align_up(plan.logits_bytes));
@@ -124,7 +124,7 @@ Status workspace_too_large(const PrefillParams& params) {
 Status prefill_unguarded(const PrefillParams& requested) {
   FP8DSA_RETURN_IF_ERROR(validate(requested));
   PrefillParams params = requested;
-  params.fused = pipeline_detail::runs_fused(requested);
+  params.fused = detail::pipeline::runs_fused(requested);
   const WorkspacePlan plan = plan_workspace(params);
   if (plan.total == kSizeOverflow) return workspace_too_large(params);
   if (params.workspace_bytes < plan.total) {
@@ -170,7 +170,7 @@ Status prefill_unguarded(const PrefillParams& requested) {
 
 }  // namespace
 
-bool pipeline_detail::runs_fused(const PrefillParams& params) {
+bool detail::pipeline::runs_fused(const PrefillParams& params) {
   if (params.fused) return true;
   const bool scorer_allows = params.indexer.kernel == IndexerKernel::kAuto ||
                              params.indexer.kernel == IndexerKernel::kQResident;
@@ -183,7 +183,7 @@ bool pipeline_detail::runs_fused(const PrefillParams& params) {
 Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes) {
   return detail::no_throw("prefill_workspace_bytes", [&] {
     if (bytes == nullptr) return invalid_argument("prefill_workspace_bytes: bytes must not be null");
-    FP8DSA_RETURN_IF_ERROR(pipeline_detail::validate_shape(params));
+    FP8DSA_RETURN_IF_ERROR(detail::pipeline::validate_shape(params));
     const size_t total = plan_workspace(params).total;
     if (total == kSizeOverflow) return workspace_too_large(params);
     *bytes = total;

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // What both kernels share: the rows, the tile and the softmax's fixed-point choices.
 struct MlaShape {
@@ -227,4 +227,4 @@ enum SmallHeadsBarrier : uint32_t {
   kBarrierMerged = 6,     // both consumers: consumer 1's O^T in shared memory
 };
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

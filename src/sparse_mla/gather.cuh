@@ -12,7 +12,7 @@
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/value_layout.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 __device__ __forceinline__ int token_length(const KernelArgs& p, int64_t token) {
   if (p.topk_length == nullptr) return p.topk;
@@ -117,4 +117,4 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
   hopper::cp_async_wait_group<0>();
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

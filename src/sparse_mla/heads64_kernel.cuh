@@ -31,7 +31,7 @@
 #include "sparse_mla/score_rows.cuh"
 #include "sparse_mla/value_gemm.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 namespace heads64 {
 
 using C = Heads64Config;
@@ -286,4 +286,4 @@ __global__ void __launch_bounds__(Heads64Config::kThreads, 1) sparse_mla_heads64
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

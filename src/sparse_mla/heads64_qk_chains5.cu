@@ -4,7 +4,7 @@
 #include "sparse_mla/launch.h"
 #include "sparse_mla/launch_kernel.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 template <>
 Status launch_heads64<5>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
@@ -12,4 +12,4 @@ Status launch_heads64<5>(const KernelArgs& args, unsigned blocks, cudaStream_t s
                                  Heads64Config::kEntryRegs, "sparse_mla_heads64_kernel<5>", args, blocks, stream);
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

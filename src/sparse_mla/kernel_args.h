@@ -6,7 +6,7 @@
 
 #include <cuda_bf16.h>
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 struct KernelArgs {
   const uint8_t* q;  // [T, h, 576] e4m3
@@ -28,4 +28,4 @@ struct KernelArgs {
   int head_blocks;  // CTAs per token: ceil(num_heads / 64) for the 64-head kernel, 1 otherwise
 };
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

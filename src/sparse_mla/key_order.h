@@ -9,7 +9,7 @@
 
 #include "core/host_device.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 FP8DSA_HOST_DEVICE constexpr int v_key_at(int p) {
   const int q = p % 16;
@@ -29,4 +29,4 @@ FP8DSA_HOST_DEVICE constexpr int p_fragment_register(int ks, int j, int b) {
   return 16 * ks + 8 * (j / 2) + 2 * (j % 2) + (b % 2) + 4 * (b / 2);
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

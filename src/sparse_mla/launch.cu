@@ -13,7 +13,7 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 bool fp8_kernel_supports(const SparseMlaParams& params) {
   const bool q_dtype_matches = params.kv_format == KvFormat::kDeepSeekV32 ? params.q_dtype == DType::kBF16
@@ -126,4 +126,4 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

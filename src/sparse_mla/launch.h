@@ -10,7 +10,7 @@
 #include "fp8dsa/status.h"
 #include "sparse_mla/kernel_args.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // QK^T runs as this many wgmma chains added in f32 (score_gemm.cuh): the tradeoff between score
 // accuracy (lse, max_logits) and speed. The seesaw kernel's default is 4 chains of 6, 4, 4 and 4
@@ -90,4 +90,4 @@ Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t 
 // v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).
 Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -10,7 +10,7 @@
 #include "fp8dsa/status.h"
 #include "sparse_mla/kernel_args.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // pool_regs: the registers per thread the kernel's setmaxnreg split needs at entry (config.h).
 inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_bytes, int threads, int pool_regs,
@@ -31,4 +31,4 @@ inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_
   return Status::ok();
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -18,7 +18,7 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/key_order.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
@@ -138,4 +138,4 @@ __device__ __forceinline__ void p_fragment(uint32_t (&frag)[4], const float* p, 
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -10,7 +10,7 @@
 #include "hopper/mbarrier.cuh"
 #include "hopper/warpgroup.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 #if defined(FP8DSA_MLA_HANG_CHECK)
 // A wait this long is a pipeline bug: a CTA's whole key loop takes microseconds (well under a
@@ -95,4 +95,4 @@ struct ScoreValueBarriers {
   }
 };
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -14,7 +14,7 @@
 #include "hopper/wgmma.cuh"
 #include "sparse_mla/config.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // Byte offset of k-step ks (32 bytes) in a K-major SW64 tile of `rows` rows: the same offset of the
 // descriptor start address as kmajor_descriptor computes, so descriptors are built once and
@@ -159,4 +159,4 @@ __device__ __forceinline__ void finish_after_lead(float (&s)[S::kAccRegs], float
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

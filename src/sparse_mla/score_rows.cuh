@@ -18,7 +18,7 @@
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/value_layout.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // A thread's two rows' softmax state lives in the kernel as five float[2] arrays: thread_max (the
 // exact max of its raw scores, -> max_logits), m_bound (running upper bound of the row max,
@@ -157,4 +157,4 @@ __device__ __forceinline__ void write_row_results(const KernelArgs& p, uint8_t* 
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -10,7 +10,7 @@
 #include "sparse_mla/launch_kernel.h"
 #include "sparse_mla/seesaw_kernel.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 namespace {
 template <int kQkChains>
@@ -37,4 +37,4 @@ Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cud
                           "-chain QK^T instantiated");
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

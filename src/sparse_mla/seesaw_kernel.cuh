@@ -36,7 +36,7 @@
 #include "sparse_mla/score_rows.cuh"
 #include "sparse_mla/value_gemm.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 namespace seesaw {
 
 using C = SeesawConfig;
@@ -300,4 +300,4 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -4,7 +4,7 @@
 #include "sparse_mla/launch_kernel.h"
 #include "sparse_mla/small_heads_kernel.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 template <>
 Status launch_small_heads<8>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
@@ -13,4 +13,4 @@ Status launch_small_heads<8>(const KernelArgs& args, unsigned blocks, cudaStream
                                  SC::kEntryRegs, "sparse_mla_small_heads_kernel<8>", args, blocks, stream);
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

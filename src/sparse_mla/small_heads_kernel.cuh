@@ -31,7 +31,7 @@
 #include "sparse_mla/score_gemm.cuh"
 #include "sparse_mla/transpose_v.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 namespace small_heads {
 
@@ -358,4 +358,4 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1) sparse_mla_
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -13,7 +13,7 @@ namespace fp8dsa {
 
 SparseMlaKernel sparse_mla_route(const SparseMlaParams& params) {
   if (params.kernel != SparseMlaKernel::kAuto) return params.kernel;
-  return sparse_mla::fp8_kernel_supports(params) ? SparseMlaKernel::kFp8 : SparseMlaKernel::kReference;
+  return detail::sparse_mla::fp8_kernel_supports(params) ? SparseMlaKernel::kFp8 : SparseMlaKernel::kReference;
 }
 
 static Status sparse_mla_prefill_unguarded(const SparseMlaParams& params) {
@@ -23,7 +23,7 @@ static Status sparse_mla_prefill_unguarded(const SparseMlaParams& params) {
     case SparseMlaKernel::kReference:
       return reference::sparse_mla_gpu(params);
     case SparseMlaKernel::kFp8:
-      return sparse_mla::launch_sparse_mla_fp8(params);
+      return detail::sparse_mla::launch_sparse_mla_fp8(params);
     case SparseMlaKernel::kAuto:
       break;
   }

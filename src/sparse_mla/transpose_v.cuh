@@ -12,7 +12,7 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/key_order.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 #if defined(__CUDACC__)
 
@@ -95,4 +95,4 @@ __device__ __forceinline__ void transpose_v(uint32_t k_tile, uint32_t vt, int th
 
 #endif  // __CUDACC__
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -22,7 +22,7 @@
 #include "fp8dsa/sparse_mla.h"
 #include "sparse_mla/config.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 struct V32Config : MlaShape {
   static constexpr int kHeads = 64;
@@ -95,4 +95,4 @@ enum V32Barrier : uint32_t {
   kV32BarrierValueGroups = 4,  // both value groups (256): the block maxima of the scales
 };
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

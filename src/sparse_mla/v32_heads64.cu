@@ -7,7 +7,7 @@
 #include "sparse_mla/v32_config.h"
 #include "sparse_mla/v32_kernel.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
   if (q_terms == 1) {
@@ -22,4 +22,4 @@ Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStre
   return invalid_argument("sparse_mla fp8: v32_q_terms " + std::to_string(q_terms) + " is not instantiated");
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

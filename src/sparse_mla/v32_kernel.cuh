@@ -45,7 +45,7 @@
 #include "sparse_mla/v32_value_layout.h"
 #include "sparse_mla/value_gemm.cuh"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 namespace v32 {
 
 using C = V32Config;
@@ -564,4 +564,4 @@ __global__ void __launch_bounds__(V32Config::kThreads, 1) sparse_mla_v32_kernel(
   }
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

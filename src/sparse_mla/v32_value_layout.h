@@ -16,7 +16,7 @@
 #include "sparse_mla/v32_config.h"
 #include "sparse_mla/value_layout.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 FP8DSA_HOST_DEVICE constexpr int value_dv_v32(int w, int warp, int lane) {
   return V32Config::kDvPerValueGroup * w + 32 * warp + 4 * (lane / 4);
@@ -53,4 +53,4 @@ FP8DSA_HOST_DEVICE constexpr uint32_t pb_chunk_offset(int thread, int c) {
   return static_cast<uint32_t>(row * 64 + ((chunk ^ ((row / 2) % 4)) << 4));
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

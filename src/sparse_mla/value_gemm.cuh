@@ -10,7 +10,7 @@
 #include "hopper/wgmma.cuh"
 #include "sparse_mla/value_layout.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // The A fragments of k-step ks from the K tile at shared address k_tile.
 __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
@@ -72,4 +72,4 @@ __device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&fra
   value_mma_operands_free(o, frag);
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -18,7 +18,7 @@
 #include "hopper/byte_perm.h"
 #include "sparse_mla/config.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 
 // The first of the 8 d_v columns thread (warp, lane) of value group w holds; block mb's row half hh
 // is column value_dv(...) + 2 mb + hh.
@@ -110,4 +110,4 @@ FP8DSA_HOST_DEVICE constexpr uint32_t p_slot_offset(int warp, int lane, int ks, 
   return static_cast<uint32_t>(row * 64 + ((chunk ^ (lane / 8)) << 4) + 4 * (lane % 4) + 512 * (j % 2));
 }
 
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

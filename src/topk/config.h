@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>  // __host__ __device__
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 
 inline constexpr int kMaxK = 2048;  // topk.h: k in 1..2048
 
@@ -50,4 +50,4 @@ struct SplitRowWorkspace {
 inline constexpr size_t kSplitHistBytes = sizeof(uint32_t) * 3 * kNumBins;
 static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned");
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

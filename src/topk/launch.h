@@ -7,7 +7,7 @@
 #include "fp8dsa/status.h"
 #include "fp8dsa/topk.h"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 
 struct LaunchConfig {
   bool split = false;     // few long rows: several CTAs per row (needs the workspace)
@@ -27,4 +27,4 @@ Status launch(const TopkParams& resolved, const LaunchConfig& config);
 // Largest CTA count per row the split path may use for this shape (0: split not possible).
 int max_split_chunks(const TopkParams& resolved);
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

@@ -11,7 +11,7 @@
 #include "core/host_device.h"
 #include "fp8dsa/topk.h"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 
 FP8DSA_HOST_DEVICE int32_t page_table_transform(const TopkParams& p, int64_t row, int32_t index) {
   if (index < 0) return -1;
@@ -28,4 +28,4 @@ FP8DSA_HOST_DEVICE int32_t page_table_transform(const TopkParams& p, int64_t row
   return physical > INT32_MAX ? -1 : static_cast<int32_t>(physical);
 }
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

@@ -24,7 +24,7 @@ Status validate_unguarded(const TopkParams& params) {
   using namespace detail;
   const TopkParams p = params.resolved();
 
-  FP8DSA_RETURN_IF_ERROR(topk_impl::validate_shape(p));
+  FP8DSA_RETURN_IF_ERROR(detail::topk::validate_shape(p));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ld_indices", p.ld_indices, p.k, "k"));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_rows, p.ldl, 4));
@@ -66,7 +66,7 @@ Status validate_unguarded(const TopkParams& params) {
 
 }  // namespace
 
-namespace topk_impl {
+namespace detail::topk {
 
 Status validate_shape(const TopkParams& p) {
   using namespace detail;
@@ -75,7 +75,7 @@ Status validate_shape(const TopkParams& p) {
   return check_range(kOp, "k", p.k, 1, 2048);
 }
 
-}  // namespace topk_impl
+}  // namespace detail::topk
 
 Status validate(const TopkParams& params) {
   return detail::no_throw(kOp, [&] { return validate_unguarded(params); });

@@ -3,9 +3,9 @@
 
 #include "fp8dsa/topk.h"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 
 // num_rows, num_keys and k, with the messages validate() gives for them.
 Status validate_shape(const TopkParams& params);
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

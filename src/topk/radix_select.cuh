@@ -13,7 +13,7 @@
 #include "topk/config.h"
 #include "topk/page_table.h"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 
 // Monotone f32 -> u32 (a < b <=> key(a) < key(b)). NaN -> 0, below -inf (0x007FFFFF), so NaN ranks
 // lowest; -0 and +0 share a key because they compare equal (ties then match float comparison).
@@ -244,4 +244,4 @@ __device__ __forceinline__ int32_t page_transform(const TopkParams& p, int64_t r
   return page_table_transform(p, row, index);
 }
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

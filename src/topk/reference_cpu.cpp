@@ -31,7 +31,7 @@ bool ranks_above(const Candidate& a, const Candidate& b) {
 }  // namespace
 
 int32_t topk_page_transform(const TopkParams& p, int64_t row, int32_t index) {
-  return topk_impl::page_table_transform(p, row, index);
+  return detail::topk::page_table_transform(p, row, index);
 }
 
 namespace {

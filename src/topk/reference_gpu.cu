@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) 
       int32_t index = -1;
       if (slot < take) {
         index = entry_index(selected[slot]);
-        if (p.page_table) index = topk_impl::page_table_transform(p, row, index);
+        if (p.page_table) index = detail::topk::page_table_transform(p, row, index);
       }
       out[slot] = index;
     }

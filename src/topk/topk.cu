@@ -12,7 +12,7 @@
 #include "topk/params.h"
 
 namespace fp8dsa {
-namespace topk_impl {
+namespace detail::topk {
 
 // Path choice, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
@@ -59,17 +59,17 @@ Status launch(const TopkParams& p, const LaunchConfig& config) {
                       : launch_row_kernel(p, config.threads, config.cache_keys);
 }
 
-}  // namespace topk_impl
+}  // namespace detail::topk
 
 Status topk_workspace_bytes(const TopkParams& params, size_t* bytes) {
   return detail::no_throw("topk_workspace_bytes", [&] {
     if (bytes == nullptr) return invalid_argument("topk_workspace_bytes: bytes must not be null");
     const TopkParams p = params.resolved();
-    FP8DSA_RETURN_IF_ERROR(topk_impl::validate_shape(p));
+    FP8DSA_RETURN_IF_ERROR(detail::topk::validate_shape(p));
     // Only the split path (at most kSplitMaxRows rows) uses workspace; its size depends on the shape.
-    *bytes = p.num_rows < 1 || p.num_rows > topk_impl::kSplitMaxRows
+    *bytes = p.num_rows < 1 || p.num_rows > detail::topk::kSplitMaxRows
                  ? 0
-                 : static_cast<size_t>(p.num_rows) * sizeof(topk_impl::SplitRowWorkspace);
+                 : static_cast<size_t>(p.num_rows) * sizeof(detail::topk::SplitRowWorkspace);
     return Status::ok();
   });
 }
@@ -96,7 +96,7 @@ Status topk_unguarded(const TopkParams& params) {
     return invalid_argument("topk: workspace must be " + std::to_string(kWorkspaceAlignment) + "-byte aligned");
   }
   if (p.num_rows == 0) return Status::ok();
-  return topk_impl::launch(p, topk_impl::choose_launch(p));
+  return detail::topk::launch(p, detail::topk::choose_launch(p));
 }
 
 }  // namespace

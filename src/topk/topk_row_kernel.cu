@@ -22,7 +22,7 @@
 #include "topk/launch.h"
 #include "topk/radix_select.cuh"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 namespace {
 
 template <int kThreads>
@@ -249,4 +249,4 @@ Status launch_row_kernel(const TopkParams& p, int threads, int64_t cache_keys) {
   }
 }
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

@@ -22,7 +22,7 @@
 #include "topk/launch.h"
 #include "topk/radix_select.cuh"
 
-namespace fp8dsa::topk_impl {
+namespace fp8dsa::detail::topk {
 namespace {
 
 constexpr int kThreads = kSplitThreads;
@@ -233,4 +233,4 @@ Status launch_split(const TopkParams& p, int chunks) {
   return Status::ok();
 }
 
-}  // namespace fp8dsa::topk_impl
+}  // namespace fp8dsa::detail::topk

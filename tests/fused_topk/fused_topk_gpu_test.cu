@@ -303,8 +303,8 @@ TEST(FusedTopkGpu, MisleadingSample) {
     shape.num_tokens = T;
     shape.num_keys = N;
     shape.num_heads = 64;
-    const int stride = fused_topk_impl::sample_stride(N, fused_topk_impl::choose_key_splits(shape),
-                                                      fused_topk_impl::candidate_capacity(k));
+    const int stride = detail::fused_topk::sample_stride(N, detail::fused_topk::choose_key_splits(shape),
+                                                      detail::fused_topk::candidate_capacity(k));
     ASSERT_GT(stride, 0) << "the shape must take a sample";
     for (Scores kind : {Scores::kSampleBait, Scores::kRandom}) {
       SCOPED_TRACE("scores kind " + std::to_string(static_cast<int>(kind)) + " sample stride " + std::to_string(stride));

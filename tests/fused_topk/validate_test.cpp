@@ -76,9 +76,9 @@ TEST(FusedTopkWorkspace, CandidateBuffersNotLogits) {
   const size_t bytes = fused_topk_workspace_bytes(p);
   EXPECT_GE(bytes, size_t{37} * 4096 * 8);
   EXPECT_EQ(bytes % kWorkspaceAlignment, 0u);
-  EXPECT_EQ(fused_topk_impl::candidate_capacity(16), 768);
-  EXPECT_EQ(fused_topk_impl::candidate_capacity(512), 1024);
-  EXPECT_EQ(fused_topk_impl::candidate_capacity(2048), 4096);
+  EXPECT_EQ(detail::fused_topk::candidate_capacity(16), 768);
+  EXPECT_EQ(detail::fused_topk::candidate_capacity(512), 1024);
+  EXPECT_EQ(detail::fused_topk::candidate_capacity(2048), 4096);
   p.scores.num_tokens = 0;
   EXPECT_EQ(fused_topk_workspace_bytes(p), 0u);
   // Rejected shapes: a Status naming the field, SIZE_MAX from the plain form.

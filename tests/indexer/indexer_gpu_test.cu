@@ -306,7 +306,7 @@ TEST(IndexerFastGpu, RouterFollowsTheMeasuredTable) {
 // results must be bitwise identical.
 TEST(IndexerFastGpu, QResidentVariants) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  using indexer_detail::QResidentShape;
+  using detail::indexer::QResidentShape;
   uint64_t seed = 78000;
   for (int h : {64, 32, 8}) {
     const tools::KeyRanges r = tools::random_key_ranges(67, 1500, seed + 7, 0.1, 0.1);
@@ -327,12 +327,12 @@ TEST(IndexerFastGpu, QResidentVariants) {
       for (int variant = 0; variant < 3; ++variant) {
         SCOPED_TRACE("H=" + std::to_string(h) + " shape " + std::to_string(static_cast<int>(shape)) +
                      " variant " + std::to_string(variant));
-        indexer_detail::QResidentTuning tuning;
+        detail::indexer::QResidentTuning tuning;
         tuning.shape = shape;
         tuning.ping_pong = variant != 1;
         tuning.key_splits = variant == 2 ? 3 : 0;
         const IndexerParams d = pr.device;
-        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return indexer_detail::run_q_resident(d, tuning); },
+        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning); },
                                                   {testing::rerun_output(pr.d_logits, "logits")}));
         const std::vector<float> got = pr.d_logits.download();
         const auto owned = owned_cells(pr, false);

@@ -8,7 +8,7 @@
 #include "indexer/scorer_output.h"
 
 // Named (not anonymous) so that the members the checks never call raise no unused warnings.
-namespace fp8dsa::indexer_detail::scorer_output_test {
+namespace fp8dsa::detail::indexer::scorer_output_test {
 
 using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
 
@@ -34,11 +34,11 @@ struct SamplesWithoutHooks : LogitsOutput {
 };
 
 static_assert(ScorerOutput<LogitsOutput, Cfg>);
-static_assert(ScorerOutput<fused_topk_impl::CandidateOutput<false>, Cfg>);
-static_assert(ScorerOutput<fused_topk_impl::CandidateOutput<true>, Cfg>);
+static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<false>, Cfg>);
+static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<true>, Cfg>);
 static_assert(!ScorerOutput<NoFinish, Cfg>);
 static_assert(!ScorerOutput<SamplesWithoutHooks, Cfg>);
 
 TEST(ScorerOutput, ContractHoldsForBothPolicies) { SUCCEED() << "checked at compile time"; }
 
-}  // namespace fp8dsa::indexer_detail::scorer_output_test
+}  // namespace fp8dsa::detail::indexer::scorer_output_test

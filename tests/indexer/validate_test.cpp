@@ -238,9 +238,9 @@ TEST(IndexerTuning, MmaOnlyIsATuningVariant) {
 #if defined(FP8DSA_TUNING)
   GTEST_SKIP() << "an FP8DSA_TUNING build has it";
 #else
-  indexer_detail::QResidentTuning tuning;
+  detail::indexer::QResidentTuning tuning;
   tuning.mma_only = true;
-  const Status s = indexer_detail::run_q_resident(testing::valid_indexer_params(), tuning);
+  const Status s = detail::indexer::run_q_resident(testing::valid_indexer_params(), tuning);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("built only with FP8DSA_TUNING"), std::string::npos) << s.message();
 #endif

@@ -193,16 +193,16 @@ TEST(Prefill, SelectsTheFusedPathWhereOnlyItsWorkspaceFits) {
   const size_t fused = prefill_workspace_bytes(f);
   ASSERT_LT(fused, unfused);
   p.workspace_bytes = unfused;
-  EXPECT_FALSE(pipeline_detail::runs_fused(p));
+  EXPECT_FALSE(detail::pipeline::runs_fused(p));
   p.workspace_bytes = fused;
-  EXPECT_TRUE(pipeline_detail::runs_fused(p));
+  EXPECT_TRUE(detail::pipeline::runs_fused(p));
   p.workspace_bytes = fused - 1;
-  EXPECT_FALSE(pipeline_detail::runs_fused(p));
+  EXPECT_FALSE(detail::pipeline::runs_fused(p));
   f.workspace_bytes = unfused;
-  EXPECT_TRUE(pipeline_detail::runs_fused(f));  // forced
+  EXPECT_TRUE(detail::pipeline::runs_fused(f));  // forced
   p.workspace_bytes = fused;
   p.indexer.kernel = IndexerKernel::kKResident;  // the fused path runs the Q-resident scorer only
-  EXPECT_FALSE(pipeline_detail::runs_fused(p));
+  EXPECT_FALSE(detail::pipeline::runs_fused(p));
 }
 
 TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {

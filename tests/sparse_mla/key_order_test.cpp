@@ -9,7 +9,7 @@
 #include "hopper/wgmma_layout.h"
 #include "sparse_mla/key_order.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 namespace {
 
 TEST(SparseMlaKeyOrder, PermutesEachGroupOf16AndInvertsExactly) {
@@ -47,4 +47,4 @@ TEST(SparseMlaKeyOrder, FragmentRegistersHoldTheKeysOfTheirPositions) {
 }
 
 }  // namespace
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

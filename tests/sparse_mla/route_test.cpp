@@ -24,18 +24,18 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
 }
 
 // A QK^T chain count other than the default (instantiated in FP8DSA_TUNING builds only).
-int other_qk_chains() { return sparse_mla::kDefaultQkChains == 9 ? 18 : 9; }
+int other_qk_chains() { return detail::sparse_mla::kDefaultQkChains == 9 ? 18 : 9; }
 
 // Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
 // call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated, and
 // a non-default one for the transposed small-head kernel (built for the default only).
 TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
-  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::has_transposed_kernel(h)) << h;
-  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::has_transposed_kernel(h)) << h;
-  for (int h : {8, 16}) EXPECT_TRUE(sparse_mla::transposed_by_default(h)) << h;
-  for (int h : {32, 64, 128}) EXPECT_FALSE(sparse_mla::transposed_by_default(h)) << h;
-  EXPECT_TRUE(sparse_mla::is_instantiated_qk_chains(sparse_mla::kDefaultQkChains));
-  EXPECT_FALSE(sparse_mla::is_instantiated_qk_chains(7));
+  for (int h : {8, 16}) EXPECT_TRUE(detail::sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {32, 64, 128}) EXPECT_FALSE(detail::sparse_mla::has_transposed_kernel(h)) << h;
+  for (int h : {8, 16}) EXPECT_TRUE(detail::sparse_mla::transposed_by_default(h)) << h;
+  for (int h : {32, 64, 128}) EXPECT_FALSE(detail::sparse_mla::transposed_by_default(h)) << h;
+  EXPECT_TRUE(detail::sparse_mla::is_instantiated_qk_chains(detail::sparse_mla::kDefaultQkChains));
+  EXPECT_FALSE(detail::sparse_mla::is_instantiated_qk_chains(7));
 
   SparseMlaParams p;
   p.num_tokens = 4;
@@ -50,30 +50,30 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   for (int h : {16, 64}) {
     p.num_heads = h;
     ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
-    const Status s = sparse_mla::launch_sparse_mla_fp8(p, {7, sparse_mla::SmallHeads::kDefault});
+    const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, {7, detail::sparse_mla::SmallHeads::kDefault});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("qk_chains 7 is not instantiated ("), std::string::npos) << s.message();
     // The message lists every count either 64-head design is built for.
-    for (int c : sparse_mla::kSeesawQkChainChoices)
+    for (int c : detail::sparse_mla::kSeesawQkChainChoices)
       EXPECT_NE(s.message().find(std::to_string(c)), std::string::npos) << c << ": " << s.message();
-    for (int c : sparse_mla::kScoreValueQkChainChoices)
+    for (int c : detail::sparse_mla::kScoreValueQkChainChoices)
       EXPECT_NE(s.message().find(std::to_string(c)), std::string::npos) << c << ": " << s.message();
   }
   // The score/value design is a tuning variant: a build without FP8DSA_TUNING says so.
-  if (sparse_mla::kScoreValueQkChainChoices.empty()) {
+  if (detail::sparse_mla::kScoreValueQkChainChoices.empty()) {
     p.num_heads = 64;
-    sparse_mla::Fp8Tuning tuning;
-    tuning.heads64 = sparse_mla::Heads64Design::kScoreValue;
-    const Status s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    detail::sparse_mla::Fp8Tuning tuning;
+    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
+    const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("built only with FP8DSA_TUNING"), std::string::npos) << s.message();
   }
   // A count besides the default: refused for h < 64, or not instantiated (a build without
   // FP8DSA_TUNING has the default alone).
   p.num_heads = 16;
-  const Status s = sparse_mla::launch_sparse_mla_fp8(p, {other_qk_chains(), sparse_mla::SmallHeads::kDefault});
+  const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, {other_qk_chains(), detail::sparse_mla::SmallHeads::kDefault});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-  EXPECT_NE(s.message().find(sparse_mla::is_instantiated_qk_chains(other_qk_chains()) ? "h < 64" : "not instantiated"),
+  EXPECT_NE(s.message().find(detail::sparse_mla::is_instantiated_qk_chains(other_qk_chains()) ? "h < 64" : "not instantiated"),
             std::string::npos)
       << s.message();
 }
@@ -100,23 +100,23 @@ TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
   }
   for (int64_t tokens : {4, 0}) {
     p.num_tokens = tokens;
-    sparse_mla::Fp8Tuning tuning;
+    detail::sparse_mla::Fp8Tuning tuning;
     tuning.v32_q_terms = 3;
-    Status s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("1 or 2 e4m3 terms of q (v32_q_terms 3)"), std::string::npos) << s.message();
-    tuning.v32_q_terms = sparse_mla::kDefaultV32QTerms;
+    tuning.v32_q_terms = detail::sparse_mla::kDefaultV32QTerms;
     tuning.qk_chains = other_qk_chains();
-    s = sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find(sparse_mla::is_instantiated_qk_chains(tuning.qk_chains)
+    EXPECT_NE(s.message().find(detail::sparse_mla::is_instantiated_qk_chains(tuning.qk_chains)
                                    ? "V3.2-row kernels take no qk_chains choice"
                                    : "not instantiated"),
               std::string::npos)
         << s.message();
   }
   p.q_dtype = DType::kE4M3;  // e4m3 q over V3.2 rows: no kernel (validate() refuses it too)
-  EXPECT_FALSE(sparse_mla::fp8_kernel_supports(p));
+  EXPECT_FALSE(detail::sparse_mla::fp8_kernel_supports(p));
 }
 
 }  // namespace

@@ -284,33 +284,33 @@ TEST(SparseMlaFp8, RealisticScoresSmall) {
   }
 }
 
-std::string tuning_label(const sparse_mla::Fp8Tuning& tuning) {
+std::string tuning_label(const detail::sparse_mla::Fp8Tuning& tuning) {
   return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
-         (tuning.small_heads == sparse_mla::SmallHeads::kTransposed ? " transposed"
-          : tuning.small_heads == sparse_mla::SmallHeads::kPadded   ? " padded"
+         (tuning.small_heads == detail::sparse_mla::SmallHeads::kTransposed ? " transposed"
+          : tuning.small_heads == detail::sparse_mla::SmallHeads::kPadded   ? " padded"
                                                                      : "") +
-         (tuning.heads64 == sparse_mla::Heads64Design::kScoreValue ? " score_value" : "");
+         (tuning.heads64 == detail::sparse_mla::Heads64Design::kScoreValue ? " score_value" : "");
 }
 
 // One problem through launch_sparse_mla_fp8 with each tuning (poisoned outputs, bitwise rerun, every
 // element written), every `every`-th token against the f64 reference (computed once) under SPEC 6,
 // required of the tunings with the default chain count and printed for all.
 void run_large(const MlaCase& c, uint64_t seed, int64_t every,
-               const std::vector<sparse_mla::Fp8Tuning>& tunings = {{}}) {
+               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings = {{}}) {
   MlaProblem pr;
   mla_test::make_problem(c, seed, &pr);
   tools::SampledMlaReference ref;
   FP8DSA_ASSERT_STATUS_OK(build_reference(pr, every, &ref));
-  for (const sparse_mla::Fp8Tuning& tuning : tunings) {
+  for (const detail::sparse_mla::Fp8Tuning& tuning : tunings) {
     const std::string label = c.name() + " " + tuning_label(tuning);
     SCOPED_TRACE(label);
     std::vector<uint16_t> out;
     std::vector<float> lse, max_logits;
     run_and_check_coverage(pr, &out, &lse, &max_logits,
-                           [&] { return sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
+                           [&] { return detail::sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
     if (::testing::Test::HasFatalFailure()) return;
     const AccuracyVerdict verdict = judge_accuracy(c, pr, ref, out, lse, max_logits, label);
-    if (tuning.qk_chains == sparse_mla::kDefaultQkChains && tuning.v32_q_terms == sparse_mla::kDefaultV32QTerms) {
+    if (tuning.qk_chains == detail::sparse_mla::kDefaultQkChains && tuning.v32_q_terms == detail::sparse_mla::kDefaultV32QTerms) {
       EXPECT_TRUE(verdict.passed) << verdict.description;
     }
   }
@@ -349,8 +349,8 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
     MlaCase c{8192, 2048, h, 512, true, true};
     c.score_std = 3.0;
     run_large(c, 170030 + h, 4,
-              {{sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kTransposed},
-               {sparse_mla::kDefaultQkChains, sparse_mla::SmallHeads::kPadded}});
+              {{detail::sparse_mla::kDefaultQkChains, detail::sparse_mla::SmallHeads::kTransposed},
+               {detail::sparse_mla::kDefaultQkChains, detail::sparse_mla::SmallHeads::kPadded}});
   }
 }
 
@@ -362,13 +362,13 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
 // and requires the bound of each design's default.
 TEST(SparseMlaFp8, AccuracyAgainstRounding) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  std::vector<sparse_mla::Fp8Tuning> tunings;
-  for (int chains : sparse_mla::kSeesawQkChainChoices) tunings.push_back({chains, sparse_mla::SmallHeads::kDefault});
-  for (int chains : sparse_mla::kScoreValueQkChainChoices) {
+  std::vector<detail::sparse_mla::Fp8Tuning> tunings;
+  for (int chains : detail::sparse_mla::kSeesawQkChainChoices) tunings.push_back({chains, detail::sparse_mla::SmallHeads::kDefault});
+  for (int chains : detail::sparse_mla::kScoreValueQkChainChoices) {
     // The score/value design's own default runs as the default count (launch.h).
-    sparse_mla::Fp8Tuning tuning{chains == sparse_mla::kScoreValueQkChains ? sparse_mla::kDefaultQkChains : chains,
-                                 sparse_mla::SmallHeads::kDefault};
-    tuning.heads64 = sparse_mla::Heads64Design::kScoreValue;
+    detail::sparse_mla::Fp8Tuning tuning{chains == detail::sparse_mla::kScoreValueQkChains ? detail::sparse_mla::kDefaultQkChains : chains,
+                                 detail::sparse_mla::SmallHeads::kDefault};
+    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
     tunings.push_back(tuning);
   }
   for (int h : {128, 64}) {
@@ -457,7 +457,7 @@ TEST(SparseMlaFp8V32, QTermsAccuracy) {
   for (double score_std : {1.0, 3.0, 10.0}) {
     MlaCase c = v32({16384, 2048, 128, 256});
     c.score_std = score_std;
-    sparse_mla::Fp8Tuning one, two;
+    detail::sparse_mla::Fp8Tuning one, two;
     one.v32_q_terms = 1;
     two.v32_q_terms = 2;
     run_large(c, 195000 + static_cast<uint64_t>(score_std), 1, {one, two});

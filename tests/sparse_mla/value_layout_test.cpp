@@ -20,7 +20,7 @@
 #include "sparse_mla/v32_value_layout.h"
 #include "sparse_mla/value_layout.h"
 
-namespace fp8dsa::sparse_mla {
+namespace fp8dsa::detail::sparse_mla {
 namespace {
 
 using C = Heads64Config;
@@ -260,4 +260,4 @@ TEST(SparseMlaValueLayout, V32PbChunksCoverTheTileOnce) {
 }
 
 }  // namespace
-}  // namespace fp8dsa::sparse_mla
+}  // namespace fp8dsa::detail::sparse_mla

@@ -98,17 +98,17 @@ struct Problem {
   }
 };
 
-// A launch path: the public entry point or a forced topk_impl configuration.
+// A launch path: the public entry point or a forced detail::topk configuration.
 struct Path {
   std::string name;
   bool public_api = true;
-  topk_impl::LaunchConfig config;
+  detail::topk::LaunchConfig config;
 };
 
 std::vector<Path> paths_for(const Problem& pb) {
   std::vector<Path> paths{{"topk()", true, {}}};
   auto row = [](int threads, int64_t cache) {
-    topk_impl::LaunchConfig c;
+    detail::topk::LaunchConfig c;
     c.threads = threads;
     c.cache_keys = cache;
     return c;
@@ -119,9 +119,9 @@ std::vector<Path> paths_for(const Problem& pb) {
     paths.push_back({t + " uncached", false, row(threads, 0)});
     paths.push_back({t + " cache 1000 keys", false, row(threads, 1000)});
   }
-  if (pb.rows() <= topk_impl::kSplitMaxRows) {
+  if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {
-      topk_impl::LaunchConfig c;
+      detail::topk::LaunchConfig c;
       c.split = true;
       c.chunks = chunks;
       paths.push_back({"split x" + std::to_string(chunks), false, c});
@@ -162,7 +162,7 @@ struct DeviceProblem {
   Status launch(const Path& path, bool paged, cudaStream_t stream = nullptr) const {
     const TopkParams p = params(paged, stream);
     if (path.public_api) return topk(p);
-    return topk_impl::launch(p.resolved(), path.config);
+    return detail::topk::launch(p.resolved(), path.config);
   }
 
   std::vector<int32_t> run(const Path& path, bool paged) {

@@ -13,6 +13,7 @@
 #include <cub/block/block_radix_sort.cuh>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "fused_topk/candidate_layout.h"
 #include "fused_topk/group_select.cuh"
 #include "fused_topk/launch.h"
@@ -272,9 +273,8 @@ Status launch_select_candidates(const TopkParams& out, const CandidateBuffers& b
   if (out.num_rows == 0) return Status::ok();
   if (out.num_rows > INT32_MAX) return invalid_argument("fused_topk: too many tokens for one grid");
   SelectArgs a{out, buffers.counts, buffers.keys, buffers.rows, buffers.splits, buffers.capacity};
-  select_candidates_kernel<<<static_cast<unsigned>(out.num_rows), kThreads, 0, out.stream>>>(a);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("select_candidates_kernel");
-  return Status::ok();
+  return launch_kernel("select_candidates_kernel", select_candidates_kernel, static_cast<unsigned>(out.num_rows),
+                       kThreads, 0, out.stream, a);
 }
 
 }  // namespace fp8dsa::detail::fused_topk

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "indexer/scorers.h"
 
 namespace fp8dsa::detail::indexer {
@@ -49,9 +50,8 @@ __global__ void __launch_bounds__(kThreads) fill_masked_kernel(const int32_t* ks
 Status fill_masked_cells(const IndexerParams& p) {
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.num_tokens, kMaxRowBlocks));
-  fill_masked_kernel<<<grid, kThreads, 0, p.stream>>>(p.ks, p.ke, p.logits, p.num_tokens, p.num_keys, p.ldl);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("fill_masked_kernel");
-  return Status::ok();
+  return launch_kernel("fill_masked_kernel", fill_masked_kernel, grid, kThreads, 0, p.stream, p.ks, p.ke, p.logits,
+                       p.num_tokens, p.num_keys, p.ldl);
 }
 
 }  // namespace fp8dsa::detail::indexer

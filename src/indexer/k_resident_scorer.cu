@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "indexer/k_resident_scorer.cuh"
 #include "indexer/scorer_launch.h"
 
@@ -28,12 +29,9 @@ Status launch_k_resident(const IndexerParams& p) {
   const int64_t chunks = std::clamp<int64_t>((target + key_tiles - 1) / key_tiles, 1,
                                              std::min<int64_t>(token_blocks, 65535));
   auto kernel = k_resident_scorer_kernel<Cfg>;
-  FP8DSA_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
   const dim3 grid(static_cast<unsigned>(key_tiles), static_cast<unsigned>(chunks));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, p.stream>>>(k_map, q_map, args);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("k_resident_scorer_kernel");
-  return Status::ok();
+  return launch_kernel("k_resident_scorer_kernel", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes, p.stream, k_map,
+                       q_map, args);
 }
 
 template <int kDim>

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "indexer/key_splits.h"
 #include "indexer/q_resident_scorer.cuh"
 #include "indexer/scorer_output.h"
@@ -38,11 +39,8 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   auto kernel = q_resident_scorer_kernel<Cfg, Output>;
   constexpr int kSmemBytes = Cfg::kSmemBytes + Cfg::kConsumers * Output::kSmemBytesPerConsumer;
   static_assert(kSmemBytes <= 227 * 1024, "the scorer and its output policy fit one SM's shared memory");
-  FP8DSA_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes, p.stream>>>(k_map, q_map, args, launch_args);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("q_resident_scorer_kernel");
-  return Status::ok();
+  return launch_kernel("q_resident_scorer_kernel", kernel, static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes,
+                       p.stream, k_map, q_map, args, launch_args);
 }
 
 // The configurations: B columns (256 "wide" / 128 "narrow"), consumer warpgroups, ring depth,

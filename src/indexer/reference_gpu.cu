@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "core/no_throw.h"
 #include "fp8dsa/indexer.h"
 
@@ -104,14 +105,16 @@ static Status indexer_logits_gpu_unguarded(const IndexerParams& params) {
   const dim3 grid(static_cast<unsigned>(key_blocks),
                   static_cast<unsigned>(std::min<int64_t>(p.num_tokens, kMaxTokenBlocks)));
   switch (p.head_dim) {
-    case 64: indexer_reference_kernel<64><<<grid, kKeysPerBlock, 0, p.stream>>>(p); break;
-    case 128: indexer_reference_kernel<128><<<grid, kKeysPerBlock, 0, p.stream>>>(p); break;
+    case 64:
+      return launch_kernel("indexer_reference_kernel<64>", indexer_reference_kernel<64>, grid, kKeysPerBlock, 0,
+                           p.stream, p);
+    case 128:
+      return launch_kernel("indexer_reference_kernel<128>", indexer_reference_kernel<128>, grid, kKeysPerBlock, 0,
+                           p.stream, p);
     default:
       return not_implemented("indexer reference: head_dim (" + std::to_string(p.head_dim) +
                              ") must be 64 or 128");
   }
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("indexer_reference_kernel");
-  return Status::ok();
 }
 
 Status indexer_logits_gpu(const IndexerParams& params) {

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "core/no_throw.h"
 #include "fp8dsa/lse_merge.h"
 #include "lse_merge/merge_weights.h"
@@ -72,9 +73,7 @@ Status lse_merge_unguarded(const LseMergeParams& params) {
   const int64_t rows = p.num_tokens * p.num_heads;
   if (rows == 0) return Status::ok();
   const int64_t blocks = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks);
-  lse_merge_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, p.stream>>>(p);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("lse_merge_kernel");
-  return Status::ok();
+  return launch_kernel("lse_merge_kernel", lse_merge_kernel, static_cast<unsigned>(blocks), kThreads, 0, p.stream, p);
 }
 
 }  // namespace

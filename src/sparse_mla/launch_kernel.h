@@ -1,5 +1,5 @@
-// Internal, host code of the instantiation files: sets a warp-specialised kernel's shared-memory
-// limit, checks the registers its setmaxnreg split assumes, and launches it.
+// Internal, host code of the instantiation files: checks the registers a warp-specialised kernel's
+// setmaxnreg split assumes, and launches it (core/launch.cuh).
 #pragma once
 
 #include <string>
@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "fp8dsa/status.h"
 #include "sparse_mla/kernel_args.h"
 
@@ -16,7 +17,6 @@ namespace fp8dsa::detail::sparse_mla {
 inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_bytes, int threads, int pool_regs,
                                       const std::string& name, const KernelArgs& args, unsigned blocks,
                                       cudaStream_t stream) {
-  FP8DSA_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   // If ptxas ever gives the kernel fewer registers than the split assumes, a warpgroup's
   // setmaxnreg.inc would wait forever: refuse to launch.
   cudaFuncAttributes attributes{};
@@ -26,9 +26,7 @@ inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_
                            " registers per thread, too few for its setmaxnreg split (needs " +
                            std::to_string(pool_regs) + ")");
   }
-  kernel<<<blocks, threads, smem_bytes, stream>>>(args);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED(name.c_str());
-  return Status::ok();
+  return launch_kernel(name.c_str(), kernel, blocks, threads, smem_bytes, stream, args);
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "core/no_throw.h"
 #include "fp8dsa/sparse_mla.h"
 
@@ -181,12 +182,11 @@ static Status sparse_mla_gpu_unguarded(const SparseMlaParams& params) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(p.num_tokens, kMaxTokenBlocks)),
                   static_cast<unsigned>(p.num_heads));
   if (p.kv_format == KvFormat::kDeepSeekV32) {
-    sparse_mla_reference_kernel<KvFormat::kDeepSeekV32><<<grid, kThreads, 0, p.stream>>>(p);
-  } else {
-    sparse_mla_reference_kernel<KvFormat::kE4m3><<<grid, kThreads, 0, p.stream>>>(p);
+    return launch_kernel("sparse_mla_reference_kernel<V3.2>", sparse_mla_reference_kernel<KvFormat::kDeepSeekV32>,
+                         grid, kThreads, 0, p.stream, p);
   }
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("sparse_mla_reference_kernel");
-  return Status::ok();
+  return launch_kernel("sparse_mla_reference_kernel", sparse_mla_reference_kernel<KvFormat::kE4m3>, grid, kThreads, 0,
+                       p.stream, p);
 }
 
 Status sparse_mla_gpu(const SparseMlaParams& params) {

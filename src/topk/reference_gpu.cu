@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "core/no_throw.h"
 #include "fp8dsa/topk.h"
 #include "topk/page_table.h"
@@ -169,9 +170,7 @@ static Status topk_gpu_unguarded(const TopkParams& params) {
   if (p.num_keys > INT32_MAX) return invalid_argument("topk reference: num_keys exceeds int32 key rows");
   if (p.num_rows == 0) return Status::ok();
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.num_rows, kMaxRowBlocks));
-  topk_reference_kernel<<<grid, kThreads, 0, p.stream>>>(p);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("topk_reference_kernel");
-  return Status::ok();
+  return launch_kernel("topk_reference_kernel", topk_reference_kernel, grid, kThreads, 0, p.stream, p);
 }
 
 Status topk_gpu(const TopkParams& params) {

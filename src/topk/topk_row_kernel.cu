@@ -8,9 +8,7 @@
 //           than kCandidateCap is refined by re-scanning the row instead (never truncated)
 //   write   the k (key, index) pairs, optionally radix-sorted by key, through the page table
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include <cub/block/block_radix_sort.cuh>
@@ -18,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "topk/config.h"
 #include "topk/launch.h"
 #include "topk/radix_select.cuh"
@@ -191,8 +190,6 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   write_row<kThreads>(p, row, range.ks, count, s);
 }
 
-constexpr int kMaxDevices = 64;
-
 // The current device's opt-in shared memory per block (0 when it cannot be queried).
 int max_dynamic_smem() {
   int dev = 0, value = 0;
@@ -217,22 +214,8 @@ Status launch_row(const TopkParams& p, int64_t cache_keys) {
   const int64_t want_vecs = cache_keys < 0 ? row_vecs : (cache_keys + 3) / 4;
   const int64_t cache_vecs = std::min({want_vecs, row_vecs, limit_vecs});
   const size_t smem = head + static_cast<size_t>(cache_vecs) * 16;
-  // Opt in to the device's whole shared memory once per device, so that launches inside a stream
-  // capture make no attribute calls.
-  static std::array<std::once_flag, kMaxDevices> once;
-  static std::array<cudaError_t, kMaxDevices> opt_in{};
-  int dev = 0;
-  FP8DSA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= kMaxDevices) return invalid_argument("topk: device ordinal out of range");
-  std::call_once(once[dev], [dev] {
-    opt_in[dev] = cudaFuncSetAttribute(topk_row_kernel<kThreads>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       max_dynamic_smem());
-  });
-  FP8DSA_CUDA_RETURN_IF_ERROR(opt_in[dev]);
-  topk_row_kernel<kThreads><<<static_cast<unsigned>(p.num_rows), kThreads, smem, p.stream>>>(
-      p, static_cast<uint32_t>(cache_vecs));
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("topk_row_kernel");
-  return Status::ok();
+  return launch_kernel("topk_row_kernel", topk_row_kernel<kThreads>, static_cast<unsigned>(p.num_rows), kThreads, smem,
+                       p.stream, p, static_cast<uint32_t>(cache_vecs));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/launch.cuh"
 #include "topk/config.h"
 #include "topk/launch.h"
 #include "topk/radix_select.cuh"
@@ -223,14 +224,17 @@ Status launch_split(const TopkParams& p, int chunks) {
   const SplitArgs args{p, static_cast<SplitRowWorkspace*>(p.workspace)};
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(p.num_rows));
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.workspace, 0, ws_bytes, p.stream));
-  split_histogram_kernel<0><<<grid, kThreads, 0, p.stream>>>(args);
-  split_histogram_kernel<1><<<grid, kThreads, 0, p.stream>>>(args);
-  split_histogram_kernel<2><<<grid, kThreads, 0, p.stream>>>(args);
-  split_count_kernel<<<grid, kThreads, 0, p.stream>>>(args);
-  split_write_kernel<<<grid, kThreads, 0, p.stream>>>(args);
-  if (p.sorted) split_sort_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, p.stream>>>(p);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("topk split kernels");
-  return Status::ok();
+  FP8DSA_RETURN_IF_ERROR(launch_kernel("topk split_histogram_kernel<0>", split_histogram_kernel<0>, grid, kThreads,
+                                       0, p.stream, args));
+  FP8DSA_RETURN_IF_ERROR(launch_kernel("topk split_histogram_kernel<1>", split_histogram_kernel<1>, grid, kThreads,
+                                       0, p.stream, args));
+  FP8DSA_RETURN_IF_ERROR(launch_kernel("topk split_histogram_kernel<2>", split_histogram_kernel<2>, grid, kThreads,
+                                       0, p.stream, args));
+  FP8DSA_RETURN_IF_ERROR(launch_kernel("topk split_count_kernel", split_count_kernel, grid, kThreads, 0, p.stream, args));
+  FP8DSA_RETURN_IF_ERROR(launch_kernel("topk split_write_kernel", split_write_kernel, grid, kThreads, 0, p.stream, args));
+  if (!p.sorted) return Status::ok();
+  return launch_kernel("topk split_sort_kernel", split_sort_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0,
+                       p.stream, p);
 }
 
 }  // namespace fp8dsa::detail::topk

@@ -5,7 +5,7 @@ stream and are CUDA-graph capturable):
   sparse_mla_prefill  FlashMLA's flash_mla_sparse_fwd: (out, max_logits, lse)
   indexer_logits      DeepGEMM's fp8_mqa_logits: logits [T, N]
   topk                exact top-k of each logits row, optionally through a page table
-  indexer_topk        indexer_logits then topk in one pass, without the [T, N] logits
+  fused_topk        indexer_logits then topk in one pass, without the [T, N] logits
   prefill             indexer -> top-k -> sparse MLA in one call
   lse_merge           sparse MLA results over disjoint key sets into one (keys split across ranks)
 CPU (NumPy): fp8dsa.reference.* (the same calls on the library's f64 references),
@@ -20,7 +20,7 @@ from importlib import metadata as _metadata
 
 from . import reference
 from ._conversions import bf16_to_float, e4m3_from_float, float_from_e4m3
-from ._fused_topk import indexer_topk
+from ._fused_topk import fused_topk
 from ._indexer import build_causal_bounds, indexer_logits
 from ._lse_merge import lse_merge
 from ._pipeline import prefill
@@ -38,7 +38,7 @@ __all__ = [
     "e4m3_from_float",
     "float_from_e4m3",
     "indexer_logits",
-    "indexer_topk",
+    "fused_topk",
     "lse_merge",
     "prefill",
     "reference",

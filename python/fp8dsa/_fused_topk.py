@@ -4,7 +4,7 @@ from . import _arrays, _fp8dsa
 from ._indexer import indexer_arrays
 
 
-def indexer_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0,
+def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0,
                  row_seq=None, row_pos_base=None, out=None, stream=None):
     """fp8dsa::fused_topk on the GPU: the rows indexer_logits followed by topk would select, without
     writing the logits; returns indices [T, k] int32.
@@ -22,18 +22,18 @@ def indexer_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, 
     Raises TypeError for a dtype, ValueError for a shape, stride, placement or value (with the
     library's message), RuntimeError for a device or CUDA failure.
     """
-    op = "indexer_topk"
+    op = "fused_topk"
     k_rows, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
     _arrays.check_optional(op, "row_seq", row_seq, (1,), "[T]", _arrays.I32)
     _arrays.check_optional(op, "row_pos_base", row_pos_base, (1,), "[T]", _arrays.I32)
     out = _arrays.output(op, "out", out, q, (q.shape[0], k), (2,), "[T, k]", _arrays.I32)
-    workspace = _arrays.workspace(q, _fp8dsa.indexer_topk_workspace_bytes(
+    workspace = _arrays.workspace(q, _fp8dsa.fused_topk_workspace_bytes(
         q.shape[0], k_rows.shape[0], q.shape[1], k))
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(q, stream, (q, k_rows, k_scale, weights, ks, ke, page_table, row_seq,
                                          row_pos_base)) as handle:
-        _fp8dsa.indexer_topk(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),
+        _fp8dsa.fused_topk(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),
                              k, bool(sorted), view(page_table), page_size, view(row_seq),
                              view(row_pos_base), view(out), view(workspace), handle)
     return out

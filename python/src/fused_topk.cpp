@@ -1,4 +1,4 @@
-// _fp8dsa.indexer_topk / indexer_topk_workspace_bytes: the indexer's arrays (DeepGEMM's
+// _fp8dsa.fused_topk / fused_topk_workspace_bytes: the indexer's arrays (DeepGEMM's
 // fp8_mqa_logits layouts), the top-k's out [T, k] i32 and page-table arrays; no logits.
 #include <optional>
 
@@ -12,7 +12,7 @@
 namespace fp8dsa::python {
 namespace {
 
-size_t indexer_topk_workspace_bytes(int64_t num_tokens, int64_t num_keys, int num_heads, int k) {
+size_t workspace_bytes(int64_t num_tokens, int64_t num_keys, int num_heads, int k) {
   FusedTopkParams p;
   p.scores.num_tokens = num_tokens;
   p.scores.num_keys = num_keys;
@@ -23,12 +23,12 @@ size_t indexer_topk_workspace_bytes(int64_t num_tokens, int64_t num_keys, int nu
   return bytes;
 }
 
-void indexer_topk(const InputArray& q, const InputArray& k, const InputArray& k_scale, const InputArray& weights,
-                  const InputArray& ks, const InputArray& ke, int topk, bool sorted,
-                  const std::optional<InputArray>& page_table, int page_size,
-                  const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
-                  const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream) {
-  ArrayChecker arrays("indexer_topk", Placement::kCuda);
+void run_fused_topk(const InputArray& q, const InputArray& k, const InputArray& k_scale, const InputArray& weights,
+                    const InputArray& ks, const InputArray& ke, int topk, bool sorted,
+                    const std::optional<InputArray>& page_table, int page_size,
+                    const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
+                    const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream) {
+  ArrayChecker arrays("fused_topk", Placement::kCuda);
   FusedTopkParams p;
   p.scores = indexer_params(arrays, kIndexerArrayNames, q, k, k_scale, weights, ks, ke);
   const ArrayView out_view = arrays.output("out", out, {2}, "[T, k]", Element::kI32);
@@ -51,9 +51,9 @@ void indexer_topk(const InputArray& q, const InputArray& k, const InputArray& k_
 }  // namespace
 
 void bind_fused_topk(nb::module_& m) {
-  m.def("indexer_topk_workspace_bytes", &indexer_topk_workspace_bytes, nb::arg("num_tokens"), nb::arg("num_keys"),
+  m.def("fused_topk_workspace_bytes", &workspace_bytes, nb::arg("num_tokens"), nb::arg("num_keys"),
         nb::arg("num_heads"), nb::arg("k"));
-  m.def("indexer_topk", &indexer_topk, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"), nb::arg("weights"),
+  m.def("fused_topk", &run_fused_topk, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"), nb::arg("weights"),
         nb::arg("ks"), nb::arg("ke"), nb::arg("topk"), nb::arg("sorted"), nb::arg("page_table").none(),
         nb::arg("page_size"), nb::arg("row_seq").none(), nb::arg("row_pos_base").none(), nb::arg("out"),
         nb::arg("workspace").none(), nb::arg("stream"));

@@ -31,7 +31,7 @@ IndexerParams indexer_params(ArrayChecker& arrays, const IndexerArrayNames& name
                              const InputArray& k, const InputArray& k_scale,
                              const InputArray& weights, const InputArray& ks, const InputArray& ke);
 
-// The top-k's page-table transform (shared by topk() and indexer_topk()): page_table [B, P] i32,
+// The top-k's page-table transform (shared by topk() and fused_topk()): page_table [B, P] i32,
 // row_seq / row_pos_base [T] i32 (T = p->num_rows, named in messages as rows_from), into *p.
 void set_page_table(ArrayChecker& arrays, const std::optional<InputArray>& page_table, int page_size,
                     const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,

@@ -1,4 +1,4 @@
-"""fp8dsa.indexer_topk (the fused score + top-k) on torch CUDA tensors: the same rows as
+"""fp8dsa.fused_topk (the fused score + top-k) on torch CUDA tensors: the same rows as
 indexer_logits then topk, without the logits; sorted order, the page table, a given out and errors."""
 
 import numpy as np
@@ -17,7 +17,7 @@ def row_sets(indices):
 def test_same_rows_as_indexer_then_topk(num_heads, k):
     problem = indexer_problem(7, [120, 40], [900, 3000], num_heads)
     args = indexer_args(problem)
-    got = fp8dsa.indexer_topk(*args, k)
+    got = fp8dsa.fused_topk(*args, k)
     assert got.shape == (160, k) and got.dtype == torch.int32
     logits = fp8dsa.indexer_logits(*args, fill_masked=False)
     want = fp8dsa.topk(logits, args[3], args[4], k)
@@ -27,7 +27,7 @@ def test_same_rows_as_indexer_then_topk(num_heads, k):
         valid = row[row >= 0]
         assert np.all(np.diff(valid) > 0) and np.all(row[len(valid):] == -1)
 
-    by_score = fp8dsa.indexer_topk(*args, k, sorted=True)
+    by_score = fp8dsa.fused_topk(*args, k, sorted=True)
     assert row_sets(by_score) == row_sets(got)
     scores = logits.cpu().numpy()
     for t, row in enumerate(by_score.cpu().numpy()):
@@ -42,9 +42,9 @@ def test_page_table_and_given_out():
     table = torch.arange(pages, dtype=torch.int32, device=args[0].device).flip(0).reshape(1, -1).repeat(64, 1)
     row_seq = torch.zeros(64, dtype=torch.int32, device=args[0].device)
     out = torch.full((64, 128), -7, dtype=torch.int32, device=args[0].device)
-    got = fp8dsa.indexer_topk(*args, 128, False, table, page_size=64, row_seq=row_seq, out=out)
+    got = fp8dsa.fused_topk(*args, 128, False, table, page_size=64, row_seq=row_seq, out=out)
     assert got is out
-    plain = fp8dsa.indexer_topk(*args, 128).cpu().numpy()
+    plain = fp8dsa.fused_topk(*args, 128).cpu().numpy()
     ks = problem["ks"]
     flipped = table[0].cpu().numpy()
     for t in range(64):
@@ -57,8 +57,8 @@ def test_argument_errors():
     problem = indexer_problem(9, [16], [100], 64)
     args = indexer_args(problem)
     with pytest.raises(ValueError, match=r"k \(0\) must be in \[1, 2048\]"):
-        fp8dsa.indexer_topk(*args, 0)
+        fp8dsa.fused_topk(*args, 0)
     with pytest.raises(TypeError, match="weights dtype must be float32"):
-        fp8dsa.indexer_topk(*args[:2], args[2].double(), *args[3:], 64)
+        fp8dsa.fused_topk(*args[:2], args[2].double(), *args[3:], 64)
     with pytest.raises(ValueError, match="out has 8 elements in dimension 0, q's T needs 16"):
-        fp8dsa.indexer_topk(*args, 64, out=torch.zeros(8, 64, dtype=torch.int32, device=args[0].device))
+        fp8dsa.fused_topk(*args, 64, out=torch.zeros(8, 64, dtype=torch.int32, device=args[0].device))

@@ -94,7 +94,7 @@ def test_sparse_mla_graph_replays_on_new_inputs():
         assert_attention_matches(outputs, mla_reference(problem))
 
 
-def test_indexer_topk_and_prefill_graphs_replay_on_new_inputs():
+def test_fused_topk_and_prefill_graphs_replay_on_new_inputs():
     def problem(seed):
         p = indexer_problem(seed, [20, 12], [200, 60], 64)
         rng = np.random.default_rng(seed)

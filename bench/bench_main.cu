@@ -117,7 +117,13 @@ int parse_args(int argc, char** argv, Options* opt) {
       std::string list = v;
       for (size_t pos = 0; pos <= list.size();) {
         const size_t comma = std::min(list.find(',', pos), list.size());
-        opt->mla_data.push_back(list.substr(pos, comma - pos));
+        const std::string name = list.substr(pos, comma - pos);
+        if (!is_mla_data_set(name)) {
+          std::fprintf(stderr, "fp8dsa_bench: unknown --mla-data set '%s' (%s)\n", name.c_str(),
+                       mla_data_set_names().c_str());
+          return 2;
+        }
+        opt->mla_data.push_back(name);
         pos = comma + 1;
       }
     } else if (starts_with(a, "--mla-qk-chains=", &v) && *v != '\0') {

@@ -38,6 +38,9 @@ Status time_and_record(const BenchContext& ctx, int sets, const std::function<St
 
 // T=4096 new tokens over N-4096 cached keys (causal), N in {8K, 32K, 64K, 128K}, H in {64, 32}.
 Status run_indexer_bench(const BenchContext& ctx);
+// The sparse MLA input sets --mla-data may name ("realistic, peaked, ..."), and whether `name` is one.
+std::string mla_data_set_names();
+bool is_mla_data_set(const std::string& name);
 // rows x keys in {4096x8192, 4096x32768, 8192x65536, 64x131072, 1x1048576}, k = 2048, beside the
 // CUB sort baseline when it is built in.
 Status run_topk_bench(const BenchContext& ctx);

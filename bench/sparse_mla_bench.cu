@@ -239,15 +239,26 @@ Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& 
 
 }  // namespace
 
+std::string mla_data_set_names() {
+  std::string names;
+  for (const MlaDataSet& set : kDataSets) names += (names.empty() ? "" : ", ") + std::string(set.label);
+  return names;
+}
+
+bool is_mla_data_set(const std::string& name) {
+  for (const MlaDataSet& set : kDataSets) {
+    if (name == set.label) return true;
+  }
+  return false;
+}
+
 Status run_sparse_mla_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys =
       ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 65536, 131072};
   const std::vector<int> heads = ctx.quick ? std::vector<int>{128, 64, 16} : std::vector<int>{128, 64, 32, 16};
   const bool anchors = !ctx.flashmla.empty() || !ctx.q8kv8.empty();
   for (const std::string& name : ctx.mla_data) {
-    bool known = false;
-    for (const MlaDataSet& set : kDataSets) known = known || name == set.label;
-    if (!known) return invalid_argument("sparse_mla bench: unknown input set '" + name + "'");
+    if (!is_mla_data_set(name)) return invalid_argument("sparse_mla bench: unknown input set '" + name + "'");
   }
   const auto wanted = [&](const MlaDataSet& set) {
     if (ctx.mla_data.empty()) return true;

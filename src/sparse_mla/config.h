@@ -1,32 +1,51 @@
-// Tile sizes, register splits and shared-memory plans of the native FP8 sparse MLA kernels: the
-// 64-head kernel (heads64_kernel.cuh; h = 64, 128 as two CTAs per token, h = 32 with zero rows
-// past h) and the small-head kernel (small_heads_kernel.cuh; h in {8, 16}). Every offset and size
-// either kernel uses is here, checked by static_asserts.
+// Tile sizes, register splits and shared-memory plans of the native FP8 sparse MLA kernels over
+// 576-byte rows: the seesaw 64-head kernel (seesaw_kernel.cuh; h = 64, 128 as two CTAs per token,
+// h = 32 with zero rows past h), the score/value 64-head kernel it replaced (heads64_kernel.cuh,
+// FP8DSA_TUNING builds) and the small-head kernel (small_heads_kernel.cuh; h in {8, 16}). The
+// row-format constants are apart from the tile's (KeyTileShape, E4m3RowFormat; v32_config.h has
+// the V3.2 rows'). Every offset and size is here, checked by static_asserts.
 #pragma once
 
 #include <cstdint>
 
 namespace fp8dsa::detail::sparse_mla {
 
-// What both kernels share: the rows, the tile and the softmax's fixed-point choices.
-struct MlaShape {
-  static constexpr int kKeysPerTile = 64;  // keys per gathered tile
-  static constexpr int kDqk = 576;         // 512 "nope" + 64 "rope" bytes per e4m3 row
-  static constexpr int kDv = 512;
-  static constexpr int kQkSteps = kDqk / 32;  // e4m3 wgmma k-steps of one score
-  // 64B swizzle throughout: a 576-byte row is 9 whole 64-byte atoms, and rows of 64 keys (P, V^T)
-  // are exactly one atom.
+// The tile shape every kernel shares, whatever the row format: 64 keys per gathered tile (QK^T's
+// N or M, P.V's K), in 64-byte-swizzled (SW64) K-major tiles; rows of 64 keys (P, V^T) are exactly
+// one swizzle atom.
+struct KeyTileShape {
+  static constexpr int kKeysPerTile = 64;
   static constexpr uint32_t kSwizzleBytes = 64;
-  static constexpr uint32_t kKTileBytes = kKeysPerTile * kDqk;
-  // P is stored as e4m3 after scaling by 2^kPBiasLog2 relative to a reference max that is moved
-  // (and O rescaled) only when the true max exceeds it by kLazyRescaleLog2: P <= 2^8 < 448.
+  static_assert(kKeysPerTile == kSwizzleBytes, "P / V^T rows of a tile's keys are one 64-byte atom");
+};
+
+// The MLA head: d_qk = 512 "nope" + 64 "rope" columns, d_v = 512 (the nope part).
+struct MlaDims {
+  static constexpr int kDqk = 576;
+  static constexpr int kDv = 512;
+};
+
+// The online softmax's fixed-point choices. P is stored as e4m3 after scaling by 2^kPBiasLog2
+// relative to a reference max that is moved (and O rescaled) only when the true max exceeds it by
+// kLazyRescaleLog2: P <= 2^8 < 448.
+struct SoftmaxFixedPoint {
   static constexpr float kPBiasLog2 = 6.0f;
   static constexpr float kLazyRescaleLog2 = 2.0f;
-
-  static_assert(kDqk % kSwizzleBytes == 0, "rows must be whole swizzle atoms");
-  static_assert(kKeysPerTile == kSwizzleBytes, "P / V^T rows of a tile's keys are one 64-byte atom");
-  static_assert(kKTileBytes % 1024 == 0, "K tiles start on a swizzle-pattern boundary");
   static_assert(kPBiasLog2 + kLazyRescaleLog2 <= 8.0f, "P must stay below e4m3's 448");
+};
+
+// The 576-byte row format (unit scales): every column one e4m3 byte, so a row is d_qk bytes and a
+// score d_qk / 32 e4m3 wgmma k-steps. (DeepSeek-V3.2's 656-byte rows: v32_config.h.)
+struct E4m3RowFormat : MlaDims {
+  static constexpr int kRowBytes = kDqk;
+  static constexpr int kQkSteps = kRowBytes / 32;
+};
+
+// The 576-byte-row kernels' shape: the tile over that row format, and the softmax.
+struct MlaShape : KeyTileShape, E4m3RowFormat, SoftmaxFixedPoint {
+  static constexpr uint32_t kKTileBytes = kKeysPerTile * kRowBytes;
+  static_assert(kRowBytes % kSwizzleBytes == 0, "rows must be whole swizzle atoms (576 bytes: 9)");
+  static_assert(kKTileBytes % 1024 == 0, "K tiles start on a swizzle-pattern boundary");
 };
 
 // The 64-head kernel: one CTA per (token, 64-head block), three warpgroups with separate roles.

@@ -24,7 +24,7 @@
 
 namespace fp8dsa::detail::sparse_mla {
 
-struct V32Config : MlaShape {
+struct V32Config : KeyTileShape, MlaDims, SoftmaxFixedPoint {
   static constexpr int kHeads = 64;
   static constexpr int kNumValueGroups = 2;
   static constexpr int kDvPerValueGroup = kDv / kNumValueGroups;

@@ -69,6 +69,7 @@ std::string MlaCase::name() const {
          (padded_strides ? " +strides" : "") + (distinct ? "" : " +duplicates") + (max_logits ? "" : " -max_logits") +
          (score_std > 0.0 ? std::string(" ") + tools::mla_values_name(values) + " std=" + std::to_string(score_std).substr(0, 4) : "") +
          (kv_format == KvFormat::kE4m3 ? "" : std::string(" kv=") + kv_format_name(kv_format)) +
+         (v32_against_rounding ? " +against_rounding" : "") +
          " kernel=" + sparse_mla_kernel_name(kernel);
 }
 
@@ -109,16 +110,20 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
     spec.score_std = c.score_std;
     spec.seed = seed;
     spec.values = c.values;
-    const bool keep_unrounded = !v32 && c.q_scale == 1.0f && c.kv_scale == 1.0f;
+    const bool keep_unrounded = (!v32 || c.v32_against_rounding) && c.q_scale == 1.0f && c.kv_scale == 1.0f;
     spec.unrounded_every = keep_unrounded ? 1 : 0;
     tools::MlaWorkload w = tools::make_mla_workload(spec);
-    if (keep_unrounded) {
+    if (keep_unrounded && !v32) {
       pr->q_unrounded = strided_q(w.q_unrounded, p, std::numeric_limits<float>::quiet_NaN());
       pr->kv_unrounded = std::move(w.kv_unrounded);
     }
     pr->workload = w.describe();
     if (v32) {
-      const tools::V32Workload v = tools::make_v32_workload(w, seed + 5);
+      tools::V32Workload v = tools::make_v32_workload(w, seed + 5);  // from w's unrounded values, if kept
+      if (keep_unrounded) {
+        pr->q_unrounded = strided_q(v.q_unrounded, p, std::numeric_limits<float>::quiet_NaN());
+        pr->kv_unrounded = std::move(v.kv_unrounded);
+      }
       q_bf16 = strided_q(v.q_bf16, p, kBf16NaN);
       for (int64_t r = 0; r < N; ++r) {
         std::copy_n(v.kv.begin() + r * row_bytes, row_bytes, pr->kv.begin() + r * p.kv_row_stride);

@@ -39,6 +39,10 @@ struct MlaCase {
   // kDeepSeekV32: bf16 q and 656-byte rows whose nope blocks have scales spread over 8x (some zero),
   // from the same kinds of values (the realistic path: tools::make_v32_workload).
   KvFormat kv_format = KvFormat::kE4m3;
+  // kDeepSeekV32 with score_std > 0 and unit scales: keep the values before their rounding to bf16
+  // q and to the V3.2 rows too, so that SPEC 6's bound against the rounding judges the run (the
+  // e4m3 format keeps them always).
+  bool v32_against_rounding = false;
 
   std::string name() const;
 };
@@ -48,8 +52,9 @@ struct MlaCase {
 struct MlaProblem {
   std::string workload;  // the realistic inputs' measured statistics (MlaCase::score_std > 0)
   std::vector<uint8_t> q, kv;  // q: e4m3 or bf16 bytes (kv_format)
-  // The workload's values before their e4m3 rounding (q in q's layout, kv packed [N, 576]), kept for
-  // the e4m3 row format with unit scales and score_std > 0: SPEC 6's R0. Empty otherwise.
+  // The workload's values before their rounding (q in q's layout, kv packed [N, 576]), kept for the
+  // e4m3 row format with unit scales and score_std > 0, and for V3.2 rows with v32_against_rounding:
+  // SPEC 6's R0. Empty otherwise.
   std::vector<float> q_unrounded, kv_unrounded;
   std::vector<int32_t> indices, topk_length;
   std::vector<float> sink;

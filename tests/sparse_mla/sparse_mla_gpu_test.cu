@@ -450,6 +450,25 @@ TEST(SparseMlaFp8V32, LargeH128) {
   run_large(c, 193010, 16);
 }
 
+// SPEC 6 against the rounding of the inputs for DeepSeek-V3.2 rows (issue 22, deliverable 1): bf16 q
+// and rows quantised per 128-column block from continuous values, on flat and peaked realistic
+// scores and on random values whose scores do not follow the selection order, T = 512 over N = 32K,
+// every 4th token against both f64 references.
+TEST(SparseMlaFp8V32, AccuracyAgainstRounding) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int h : {128, 64}) {
+    for (const auto& [values, score_std] : {std::pair{tools::MlaValues::kRealistic, 3.0},
+                                            std::pair{tools::MlaValues::kRealistic, 10.0},
+                                            std::pair{tools::MlaValues::kRandom, 3.5}}) {
+      MlaCase c = v32({32768, 2048, h, 512});
+      c.score_std = score_std;
+      c.values = values;
+      c.v32_against_rounding = true;
+      run_large(c, 196000 + h + static_cast<uint64_t>(score_std), 4);
+    }
+  }
+}
+
 // bf16 q as one or two e4m3 terms, on flat and peaked realistic scores: prints both, requires the
 // default's bound.
 TEST(SparseMlaFp8V32, QTermsAccuracy) {

@@ -56,18 +56,6 @@ Status run_stage(const std::function<Status()>& fast, const std::function<Status
   return Status::ok();
 }
 
-// Copies `row_elems` elements of row t (row stride `ld`) for every sampled token, packed.
-template <typename T>
-Status download_rows(const T* device, int64_t ld, size_t row_elems, const std::vector<int64_t>& tokens,
-                     std::vector<T>* out) {
-  out->resize(tokens.size() * row_elems);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(out->data() + i * row_elems, device + tokens[i] * ld,
-                                           row_elems * sizeof(T), cudaMemcpyDeviceToHost));
-  }
-  return Status::ok();
-}
-
 struct DeviceProblem {
   DeviceBytes index_q, index_w, index_k, index_k_scale, ks, ke, q, kv;
 
@@ -245,8 +233,10 @@ int run_on_gpu(const RunOptions& requested) {
   if (!got.tokens.empty()) {
     std::printf("  checking %zu sampled tokens against the f64 CPU references ...", got.tokens.size());
     std::fflush(stdout);
-    for (const Status& s : {download_rows(logits.as<float>(), ldl, static_cast<size_t>(N), got.tokens, &got.logits),
-                            download_rows(indices.as<int32_t>(), k, static_cast<size_t>(k), got.tokens, &got.indices),
+    for (const Status& s : {tools::download_rows(logits.as<float>(), ldl, static_cast<size_t>(N), T, got.tokens,
+                                                 &got.logits),
+                            tools::download_rows(indices.as<int32_t>(), k, static_cast<size_t>(k), T, got.tokens,
+                                                 &got.indices),
                             stage_out.download_tokens(got.tokens, &got.out, &got.lse, &got.max_logits)}) {
       if (!s.is_ok()) return fail("download", s);
     }

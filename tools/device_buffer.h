@@ -113,4 +113,23 @@ Status upload(const std::vector<U>& host, DeviceBytes* out) {
   return cuda_status(cudaMemcpy(out->get(), host.data(), out->bytes(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 }
 
+// Rows `rows` of a device array of num_rows rows `ld` elements apart: the first row_elems elements
+// of each, one after the other into *host (synchronous copies). A row outside [0, num_rows) is an
+// InvalidArgument.
+template <typename T>
+Status download_rows(const T* device, int64_t ld, size_t row_elems, int64_t num_rows, const std::vector<int64_t>& rows,
+                     std::vector<T>* host) {
+  host->resize(rows.size() * row_elems);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= num_rows) {
+      return invalid_argument("download_rows: row " + std::to_string(rows[i]) + " outside [0, " +
+                              std::to_string(num_rows) + ")");
+    }
+    FP8DSA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(host->data() + i * row_elems, device + rows[i] * ld,
+                                                  row_elems * sizeof(T), cudaMemcpyDeviceToHost),
+                                       "cudaMemcpy D2H of a row"));
+  }
+  return Status::ok();
+}
+
 }  // namespace fp8dsa::tools

@@ -8,26 +8,6 @@
 
 namespace fp8dsa::tools {
 
-namespace {
-
-// Rows `tokens` of a [T, row_elems] device array into *host, one after the other.
-template <typename T>
-Status copy_rows(const T* device, size_t row_elems, size_t num_rows, const std::vector<int64_t>& tokens,
-                 std::vector<T>* host) {
-  host->resize(tokens.size() * row_elems);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= num_rows) {
-      return invalid_argument("MlaDeviceOutputs: token " + std::to_string(tokens[i]) + " outside [0, " +
-                              std::to_string(num_rows) + ")");
-    }
-    FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(host->data() + i * row_elems, device + tokens[i] * row_elems,
-                                           row_elems * sizeof(T), cudaMemcpyDeviceToHost));
-  }
-  return Status::ok();
-}
-
-}  // namespace
-
 Status MlaDeviceOutputs::allocate(int64_t num_tokens, int heads) {
   if (num_tokens < 0 || heads <= 0) {
     return invalid_argument("MlaDeviceOutputs: num_tokens " + std::to_string(num_tokens) + ", heads " +
@@ -57,10 +37,11 @@ Status MlaDeviceOutputs::download_tokens(const std::vector<int64_t>& tokens, std
                                          std::vector<float>* host_lse, std::vector<float>* host_max_logits) const {
   FP8DSA_RETURN_IF_ERROR(cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize before download"));
   const size_t heads = static_cast<size_t>(num_heads);
-  const size_t num_rows = heads == 0 ? 0 : lse.size() / heads;
-  FP8DSA_RETURN_IF_ERROR(copy_rows(out.get(), heads * kDv, num_rows, tokens, host_out));
-  FP8DSA_RETURN_IF_ERROR(copy_rows(lse.get(), heads, num_rows, tokens, host_lse));
-  return copy_rows(max_logits.get(), heads, num_rows, tokens, host_max_logits);
+  const int64_t num_tokens = heads == 0 ? 0 : static_cast<int64_t>(lse.size() / heads);
+  const int64_t ld = static_cast<int64_t>(heads);
+  FP8DSA_RETURN_IF_ERROR(download_rows(out.get(), ld * kDv, heads * kDv, num_tokens, tokens, host_out));
+  FP8DSA_RETURN_IF_ERROR(download_rows(lse.get(), ld, heads, num_tokens, tokens, host_lse));
+  return download_rows(max_logits.get(), ld, heads, num_tokens, tokens, host_max_logits);
 }
 
 }  // namespace fp8dsa::tools

@@ -152,38 +152,33 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
     FP8DSA_RETURN_IF_ERROR(outputs.download(&ours[0].second.out, &ours[0].second.lse, &ours[0].second.max_logits));
   }
 #if defined(FP8DSA_TUNING)
-  if (anchors) {
-    // The earlier 64-head design (one score and two value warpgroups) on the same inputs, until the
-    // seesaw kernel replaces it: rows "design=score_value".
+  // A tuning variant on the same inputs: its row ("<label>" appended to ours) and its outputs for
+  // the accuracy lines.
+  const auto time_variant = [&](const std::string& label, const detail::sparse_mla::Fp8Tuning& tuning) -> Status {
     ResultRow variant = row;
-    variant.shape += " design=score_value";
-    variant.kernel += " design=score_value";
+    variant.shape += " " + label;
+    variant.kernel += " " + label;
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); },
+                                           variant, [&](double seconds, ResultRow& r) {
+                                             r.tflops = flops / seconds / 1e12;
+                                             r.gbps = (valid * kDimQk) / seconds / 1e9;
+                                           }));
+    ours.emplace_back(label, AnchorOutputs{});
+    AnchorOutputs& o = ours.back().second;
+    return outputs.download(&o.out, &o.lse, &o.max_logits);
+  };
+  if (anchors) {
+    // The earlier 64-head design (one score and two value warpgroups), until the seesaw kernel
+    // replaces it: rows "design=score_value".
     detail::sparse_mla::Fp8Tuning tuning;
     tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
-    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); },
-                                           variant, [&](double seconds, ResultRow& r) {
-                                             r.tflops = flops / seconds / 1e12;
-                                             r.gbps = (valid * kDimQk) / seconds / 1e9;
-                                           }));
-    ours.emplace_back("design=score_value", AnchorOutputs{});
-    AnchorOutputs& o = ours.back().second;
-    FP8DSA_RETURN_IF_ERROR(outputs.download(&o.out, &o.lse, &o.max_logits));
+    FP8DSA_RETURN_IF_ERROR(time_variant("design=score_value", tuning));
   }
-  // The other QK^T chain counts on the same inputs (rows "qk_chains=N"), with their accuracy.
+  // The other QK^T chain counts (rows "qk_chains=N").
   for (int chains : ctx.mla_qk_chains) {
     if (chains == detail::sparse_mla::kDefaultQkChains || num_heads < 32) continue;
-    ResultRow variant = row;
-    variant.shape += " qk_chains=" + std::to_string(chains);
-    variant.kernel += " qk_chains=" + std::to_string(chains);
-    const detail::sparse_mla::Fp8Tuning tuning{chains, detail::sparse_mla::SmallHeads::kDefault};
-    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return detail::sparse_mla::launch_sparse_mla_fp8(p, tuning); },
-                                           variant, [&](double seconds, ResultRow& r) {
-                                             r.tflops = flops / seconds / 1e12;
-                                             r.gbps = (valid * kDimQk) / seconds / 1e9;
-                                           }));
-    ours.emplace_back("qk_chains=" + std::to_string(chains), AnchorOutputs{});
-    AnchorOutputs& o = ours.back().second;
-    FP8DSA_RETURN_IF_ERROR(outputs.download(&o.out, &o.lse, &o.max_logits));
+    FP8DSA_RETURN_IF_ERROR(time_variant("qk_chains=" + std::to_string(chains),
+                                        {chains, detail::sparse_mla::SmallHeads::kDefault}));
   }
 #endif
   if (ours.empty()) return Status::ok();

@@ -37,15 +37,31 @@ constexpr int kGatherThreadsPerRow = 4;
 constexpr int kGatherRowsPerPass = 128 / kGatherThreadsPerRow;
 constexpr int kAtomsPerRow = MlaShape::kDqk / static_cast<int>(MlaShape::kSwizzleBytes);
 
+// How gather_row addresses a row's nine 16-byte copies. kImmediate: the atoms differ by constants on
+// both sides (SW64 swizzles address bits 4-5 with bits 7-8, which an atom's kRows * 64 bytes leave
+// alone), so that each copy is one LDGSTS with immediate offsets. kPerAtom: each atom's addresses
+// computed in registers, where every copy waits for the previous one to read its register.
+enum class RowCopy { kPerAtom, kImmediate };
+
 // Copies the whole row `src` into row `row` of the kRows-row tile at `tile`, or zero-fills it when
-// !valid (src must still be a mapped address).
-template <int kRows>
+// !valid (src must still be a mapped address: it is read from only when valid).
+template <int kRows, RowCopy kCopy = RowCopy::kPerAtom>
 __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t* src, bool valid, int quarter) {
+  if constexpr (kCopy == RowCopy::kImmediate) {
+    static_assert(kRows % 8 == 0, "an atom's rows * 64 bytes must keep the swizzle's row bits");
+    const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, quarter * 16);
+    const uint8_t* chunk = src + quarter * 16;
 #pragma unroll
-  for (int atom = 0; atom < kAtomsPerRow; ++atom) {
-    const int col = atom * 64 + quarter * 16;
-    const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, col);
-    hopper::cp_async_16_zfill(dst, valid ? src + col : src, valid);
+    for (int atom = 0; atom < kAtomsPerRow; ++atom) {
+      hopper::cp_async_16_zfill(dst + atom * kRows * 64, chunk + atom * 64, valid);
+    }
+  } else {
+#pragma unroll
+    for (int atom = 0; atom < kAtomsPerRow; ++atom) {
+      const int col = atom * 64 + quarter * 16;
+      const uint32_t dst = tile + hopper::kmajor_offset(hopper::Swizzle::k64B, kRows, row, col);
+      hopper::cp_async_16_zfill(dst, valid ? src + col : src, valid);
+    }
   }
 }
 
@@ -74,43 +90,79 @@ static_assert(2 * kGatherRowsPerPass == Heads64Config::kKeysPerTile && Heads64Co
               "a value group's two passes cover the 64 rows of a K tile and of Q");
 static_assert(Heads64Config::kDqk - Heads64Config::kDv == 64, "the rope is one 64-byte atom");
 
+// How a producer warpgroup schedules a tile. kIndicesAhead: a tile's indices loaded while the
+// previous tile's copies are issued (so that a stage already free does not wait for them), rows
+// copied with RowCopy::kImmediate. kInline: the indices loaded just before the stage's empty wait,
+// rows copied with RowCopy::kPerAtom. Measured on the H200 (bench/RESULTS.md, 2026-12-02):
+// kIndicesAhead makes the seesaw kernel 1.3-2% faster (either half alone: 0.7% or less); in the
+// small-head kernel (h = 16) the immediate copies were 7% slower, and the indices ahead alone
+// spilled its 40-register producer.
+enum class TileGather { kInline, kIndicesAhead };
+
 // A producer warpgroup (the small-head and the seesaw kernels): the kQRows rows of Q from q (its
 // first head; rows from q_rows on zero-filled), then tiles [0, num_tiles) of the token into the
 // kNumKStages-stage ring at kKOffset (full[s]: 128 cp.async arrivals; empty[s]: as many arrivals as
-// the consumers give). Positions past `length` are invalid keys: their rows are zero-filled.
-template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
+// the consumers give), scheduled as kPlan says. Positions past `length` are invalid keys: their rows
+// are zero-filled.
+template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages, TileGather kPlan>
 __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
                                               uint64_t* q_full, int64_t token, const uint8_t* q, int q_rows,
                                               int length, int num_tiles, int thread) {
   constexpr int kKeys = MlaShape::kKeysPerTile;
+  constexpr RowCopy kCopy = kPlan == TileGather::kIndicesAhead ? RowCopy::kImmediate : RowCopy::kPerAtom;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
 #pragma unroll
   for (int pass = 0; pass < (kQRows + kGatherRowsPerPass - 1) / kGatherRowsPerPass; ++pass) {
     const int row = pass * kGatherRowsPerPass + row_in_pass;
     const bool valid = row < q_rows;
-    if (row < kQRows) gather_row<kQRows>(smem + kQOffset, row, valid ? q + row * p.q_head_stride : q, valid, quarter);
+    if (row < kQRows) gather_row<kQRows, kCopy>(smem + kQOffset, row, valid ? q + row * p.q_head_stride : q, valid, quarter);
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 
   const int32_t* indices = p.indices + token * p.indices_stride;
   constexpr int kPasses = kKeys / kGatherRowsPerPass;
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int stage = tile % kNumKStages;
-    int32_t idx[kPasses];
+  const auto load_indices = [&](int tile, int32_t (&idx)[kPasses]) {
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       idx[pass] = index_at(indices, tile * kKeys + pass * kGatherRowsPerPass + row_in_pass, length);
     }
-    if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
-    const uint32_t k_tile = smem + kKOffset + stage * MlaShape::kKTileBytes;
+  };
+  const auto copy_rows = [&](uint32_t k_tile, const int32_t (&idx)[kPasses]) {
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       const bool valid = index_valid(idx[pass], p.num_kv);
       const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
-      gather_row<kKeys>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+      gather_row<kKeys, kCopy>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
     }
-    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  };
+  const auto k_tile_at = [&](int stage) { return smem + kKOffset + stage * MlaShape::kKTileBytes; };
+  if constexpr (kPlan == TileGather::kIndicesAhead) {
+    // One tile from the indices in idx, loading the next tile's into next (-1 past the token's
+    // length: no load). The loop takes tiles in pairs so that the two index sets swap roles without
+    // a copy (a copy waits for the load).
+    const auto produce = [&](int tile, const int32_t (&idx)[kPasses], int32_t (&next)[kPasses]) {
+      const int stage = tile % kNumKStages;
+      load_indices(tile + 1, next);
+      if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
+      copy_rows(k_tile_at(stage), idx);
+      hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+    };
+    int32_t idx_even[kPasses], idx_odd[kPasses];
+    load_indices(0, idx_even);
+    for (int tile = 0; tile < num_tiles; tile += 2) {
+      produce(tile, idx_even, idx_odd);
+      if (tile + 1 < num_tiles) produce(tile + 1, idx_odd, idx_even);
+    }
+  } else {
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      const int stage = tile % kNumKStages;
+      int32_t idx[kPasses];
+      load_indices(tile, idx);
+      if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
+      copy_rows(k_tile_at(stage), idx);
+      hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+    }
   }
   // No copy may outlive the thread that issued it.
   hopper::cp_async_commit_group();

@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1) sparse_mla_
   if (wg == 0) {
     hopper::warpgroup_reg_dealloc<SC::kProducerRegs>();
     const int length = token_length(p, token);
-    produce_tiles<kH, SC::kQOffset, SC::kKOffset, SC::kNumKStages>(p, base.address, full, empty, q_full, token,
+    produce_tiles<kH, SC::kQOffset, SC::kKOffset, SC::kNumKStages, TileGather::kInline>(p, base.address, full, empty, q_full, token,
                                                                    p.q + token * p.q_token_stride, kH, length,
                                                                    tile_count(length), thread);
   } else {

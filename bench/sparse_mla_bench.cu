@@ -167,13 +167,6 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
     AnchorOutputs& o = ours.back().second;
     return outputs.download(&o.out, &o.lse, &o.max_logits);
   };
-  if (anchors) {
-    // The earlier 64-head design (one score and two value warpgroups), until the seesaw kernel
-    // replaces it: rows "design=score_value".
-    detail::sparse_mla::Fp8Tuning tuning;
-    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
-    FP8DSA_RETURN_IF_ERROR(time_variant("design=score_value", tuning));
-  }
   // The other QK^T chain counts (rows "qk_chains=N").
   for (int chains : ctx.mla_qk_chains) {
     if (chains == detail::sparse_mla::kDefaultQkChains || num_heads < 32) continue;

@@ -103,11 +103,6 @@ int main(int argc, char** argv) {
   std::vector<Run> runs;
   for (int h : {128, 64}) {
     for (int chains : fp8dsa::detail::sparse_mla::kSeesawQkChainChoices) runs.push_back({h, {chains, SmallHeads::kDefault}});
-    for (int chains : fp8dsa::detail::sparse_mla::kScoreValueQkChainChoices) {
-      fp8dsa::detail::sparse_mla::Fp8Tuning tuning{chains, SmallHeads::kDefault};
-      tuning.heads64 = fp8dsa::detail::sparse_mla::Heads64Design::kScoreValue;
-      runs.push_back({h, tuning});
-    }
   }
   for (int h : {32, 16, 8}) {
     runs.push_back({h, {fp8dsa::detail::sparse_mla::kDefaultQkChains, SmallHeads::kPadded}});

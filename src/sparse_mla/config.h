@@ -1,7 +1,6 @@
 // Tile sizes, register splits and shared-memory plans of the native FP8 sparse MLA kernels over
 // 576-byte rows: the seesaw 64-head kernel (seesaw_kernel.cuh; h = 64, 128 as two CTAs per token,
-// h = 32 with zero rows past h), the score/value 64-head kernel it replaced (heads64_kernel.cuh,
-// FP8DSA_TUNING builds) and the small-head kernel (small_heads_kernel.cuh; h in {8, 16}). The
+// h = 32 with zero rows past h) and the small-head kernel (small_heads_kernel.cuh; h in {8, 16}). The
 // row-format constants are apart from the tile's (KeyTileShape, E4m3RowFormat; v32_config.h has
 // the V3.2 rows'). Every offset and size is here, checked by static_asserts.
 #pragma once
@@ -48,74 +47,6 @@ struct MlaShape : KeyTileShape, E4m3RowFormat, SoftmaxFixedPoint {
   static_assert(kKTileBytes % 1024 == 0, "K tiles start on a swizzle-pattern boundary");
 };
 
-// The 64-head kernel: one CTA per (token, 64-head block), three warpgroups with separate roles.
-//   warpgroup 0, the score group: S = Q K^T per 64-key tile (m64n64 SS, QK^T chains promoted to
-//     f32), the whole online softmax of the tile (it holds every key of every head, so nothing is
-//     exchanged), P as e4m3 into a ring of P slots with the tile's rescale factors;
-//   warpgroups 1 and 2, the value groups: each owns 256 of the 512 d_v columns and gathers its
-//     half of every KV row (and of Q) with cp.async; per tile O^T[256][64] += V^T . P^T, with V^T
-//     the register A operand built from plain shared loads of the gathered rows (byte permutes, no
-//     transposed copy in shared memory) and P^T the shared B operand.
-// A K stage is refilled by each value group for its own columns as soon as it has read them and
-// seen the tile's P (so the score group is done with it too): no "empty" barriers for the ring.
-struct Heads64Config : MlaShape {
-  static constexpr int kHeads = 64;  // the score wgmma's M; the value wgmma's N
-  static constexpr int kNumValueGroups = 2;
-  static constexpr int kDvPerValueGroup = kDv / kNumValueGroups;  // 4 m64 blocks of O^T
-  static constexpr int kDvBlocksPerValueGroup = kDvPerValueGroup / 64;
-  static constexpr int kNumKStages = 5;  // gathered tiles in flight
-  static constexpr int kNumPSlots = 2;   // the score group runs up to this many tiles ahead
-  // The rescale factors go out ahead of P, as soon as the tile's row maxima are known, into a ring
-  // of their own: the value groups rescale O^T while they wait for P (every tile, whatever the data).
-  // The score group writes tile t's slot after it has seen P(t - 1)'s slot released, i.e. the value
-  // groups past tile t - 1 - kNumPSlots, the slot's previous tile at the latest.
-  static constexpr int kNumAlphaSlots = 4;
-  static constexpr int kThreads = 128 * (1 + kNumValueGroups);
-  // setmaxnreg moves registers within the CTA's pool: kEntryRegs per thread (the
-  // __launch_bounds__(kThreads, 1) cap), not the SM's 65536. The value groups hold O^T (128) and one
-  // k-step of V^T fragments (16) with their loads; the score group three m64n64 accumulators (96).
-  static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int kScoreRegs = 152;
-  static constexpr int kValueRegs = 176;
-
-  static constexpr uint32_t kQBytes = kHeads * kDqk;
-  static constexpr uint32_t kPSlotBytes = kHeads * kKeysPerTile;  // [64 heads][64 keys] e4m3
-
-  // Byte offsets from the 1024-aligned dynamic shared memory base.
-  static constexpr uint32_t kQOffset = 0;
-  static constexpr uint32_t kKOffset = kQOffset + kQBytes;
-  static constexpr uint32_t kPOffset = kKOffset + kNumKStages * kKTileBytes;
-  static constexpr uint32_t kAlphaOffset = kPOffset + kNumPSlots * kPSlotBytes;   // [slot][64] f32
-  static constexpr uint32_t kFlagOffset = kAlphaOffset + kNumPSlots * kHeads * 4;  // [slot][4 warps] u32
-  static constexpr uint32_t kOutScaleOffset = kFlagOffset + kNumPSlots * 16;      // [64] f32
-  static constexpr uint32_t kEarlyAlphaOffset = kOutScaleOffset + kHeads * 4;     // [alpha slot][64] f32
-  static constexpr uint32_t kBarrierOffset = kEarlyAlphaOffset + kNumAlphaSlots * kHeads * 4;
-  // full[kNumKStages], p_full[kNumPSlots], p_empty[kNumPSlots], q_full (ScoreValueBarriers), then
-  // alpha_full[kNumAlphaSlots]
-  static constexpr uint32_t kNumSharedBarriers = kNumKStages + 2 * kNumPSlots + 1;
-  static constexpr uint32_t kNumBarriers = kNumSharedBarriers + kNumAlphaSlots;
-  static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
-  static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;  // room to align the base to 1024
-
-  static_assert(kHeads == 64, "one wgmma M block of heads per CTA");
-  static_assert(kDvBlocksPerValueGroup == 4, "a value group's O^T is 4 m64n64 accumulators");
-  static_assert(kKOffset % 1024 == 0 && kPOffset % 1024 == 0 && kPSlotBytes % 1024 == 0,
-                "wgmma tiles start on a swizzle-pattern boundary (descriptor base_offset 0)");
-  static_assert(kFlagOffset % 16 == 0 && kBarrierOffset % 8 == 0, "flag words are read as one uint4");
-  static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
-  static_assert(kScoreRegs * 128 + kValueRegs * 128 * kNumValueGroups <= kEntryRegs * kThreads,
-                "setmaxnreg split must fit the registers the CTA is launched with");
-  static_assert(kScoreRegs % 8 == 0 && kValueRegs % 8 == 0, "setmaxnreg takes multiples of 8");
-  static_assert(kNumKStages >= 2 && kNumPSlots >= 2, "the gather and the scores run ahead of P.V");
-  static_assert(kNumAlphaSlots >= kNumPSlots + 2, "an alpha slot is reused only after its tile's P.V");
-};
-
-// Named barrier ids of the 64-head kernel (0 is __syncthreads).
-enum Heads64Barrier : uint32_t {
-  kBarrierValueGroup = 1,  // + value group: its 128 threads have read a K stage (it may be refilled)
-  kBarrierEpilogue = 3,    // all 384 threads: the score group published the output scales
-};
-
 // The 64-head seesaw kernel (seesaw_kernel.cuh): one CTA per (token, 64-head block), a producer
 // and two math warpgroups that share every tile's work.
 //   warpgroup 0, the producer: Q and every K tile into the ring of kNumKStages stages (cp.async);
@@ -156,7 +87,6 @@ struct SeesawConfig : MlaShape {
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
 
-  static_assert(kDvPerMathGroup == Heads64Config::kDvPerValueGroup, "a math group's O^T is a value group's");
   static_assert(kKOffset % 1024 == 0 && kPOffset % 1024 == 0 && kPSlotBytes % 1024 == 0,
                 "wgmma tiles start on a swizzle-pattern boundary (descriptor base_offset 0)");
   static_assert(kOutScaleOffset + kNumMathGroups * kHeads * 4 <= kBoundOffset, "the row results fit the P slots");

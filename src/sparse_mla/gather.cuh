@@ -10,7 +10,6 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/kernel_args.h"
 #include "sparse_mla/pipeline.cuh"
-#include "sparse_mla/value_layout.h"
 
 namespace fp8dsa::detail::sparse_mla {
 
@@ -64,31 +63,6 @@ __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t
     }
   }
 }
-
-// The 64-head kernel's value group w (0, 1) gathers its share of a 64-row tile (value_layout.h):
-// its four d_v atoms (columns [256w, 256w + 256)) of every row and the rope atom of the rows of pass
-// w. Every byte a value group later reads (its d_v columns) is then its own gather, so it may refill
-// its share of a stage without waiting for the other group; the rope is read by the score group only.
-// tile_plus_offset: the tile's shared address plus value_share_offset(thread); src[p]: the thread's
-// source row of pass p plus 16 * (thread % 4).
-template <int w>
-__device__ __forceinline__ void gather_value_group_share(uint32_t tile_plus_offset, const uint8_t* const (&src)[2],
-                                                         const bool (&valid)[2]) {
-  constexpr uint32_t kAtomBytes = Heads64Config::kKeysPerTile * 64;
-#pragma unroll
-  for (int pass = 0; pass < 2; ++pass) {
-#pragma unroll
-    for (int m = 0; m < kValueShareAtoms; ++m) {
-      if (!value_share_copies(w, pass, m)) continue;
-      const int atom = value_share_atom(w, m);
-      const uint32_t dst = tile_plus_offset + atom * kAtomBytes + pass * kGatherRowsPerPass * 64;
-      hopper::cp_async_16_zfill(dst, src[pass] + atom * 64, valid[pass]);
-    }
-  }
-}
-static_assert(2 * kGatherRowsPerPass == Heads64Config::kKeysPerTile && Heads64Config::kHeads == 2 * kGatherRowsPerPass,
-              "a value group's two passes cover the 64 rows of a K tile and of Q");
-static_assert(Heads64Config::kDqk - Heads64Config::kDv == 64, "the rope is one 64-byte atom");
 
 // How a producer warpgroup schedules a tile. kIndicesAhead: a tile's indices loaded while the
 // previous tile's copies are issued (so that a stage already free does not wait for them), rows

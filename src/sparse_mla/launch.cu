@@ -3,12 +3,9 @@
 // share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
 // transposed small-head kernel (one CTA per token). DeepSeek-V3.2's 656-byte rows go to their own
 // 64-head kernel (v32_kernel.cuh) for every h.
-#include <array>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <string>
-#include <utility>
 
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
@@ -19,7 +16,7 @@ bool fp8_kernel_supports(const SparseMlaParams& params) {
   const bool q_dtype_matches = params.kv_format == KvFormat::kDeepSeekV32 ? params.q_dtype == DType::kBF16
                                                                           : params.q_dtype == DType::kE4M3;
   const bool format_known = params.kv_format == KvFormat::kE4m3 || params.kv_format == KvFormat::kDeepSeekV32;
-  return (params.num_heads % Heads64Config::kHeads == 0 || params.num_heads < Heads64Config::kHeads) &&
+  return (params.num_heads % SeesawConfig::kHeads == 0 || params.num_heads < SeesawConfig::kHeads) &&
          params.num_heads > 0 && params.d_qk == MlaShape::kDqk && params.d_v == MlaShape::kDv && format_known &&
          q_dtype_matches && params.kv_dtype == DType::kE4M3 && params.out_dtype == DType::kBF16;
 }
@@ -29,33 +26,8 @@ namespace {
 Status qk_chains_not_instantiated(int qk_chains) {
   std::string choices;
   for (int c : kSeesawQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
-  for (int c : kScoreValueQkChainChoices) {
-    if (!seesaw_has_qk_chains(c)) choices += ", " + std::to_string(c);
-  }
   return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated (" +
                           choices + ")");
-}
-
-using Heads64Launch = Status (*)(const KernelArgs&, unsigned, cudaStream_t);
-template <size_t... kChoice>
-constexpr std::array<Heads64Launch, sizeof...(kChoice)> heads64_launches(std::index_sequence<kChoice...>) {
-  return {&launch_heads64<kScoreValueQkChainChoices[kChoice]>...};
-}
-
-// launch_heads64 of kScoreValueQkChainChoices[i] == qk_chains.
-Status launch_heads64_chains(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  if constexpr (kScoreValueQkChainChoices.empty()) {
-    return invalid_argument("sparse_mla fp8: the score/value 64-head design is built only with FP8DSA_TUNING");
-  } else {
-    static constexpr auto kLaunches =
-        heads64_launches(std::make_index_sequence<std::size(kScoreValueQkChainChoices)>{});
-    size_t i = 0;
-    for (int c : kScoreValueQkChainChoices) {
-      if (c == qk_chains) return kLaunches[i](args, blocks, stream);
-      ++i;
-    }
-    return qk_chains_not_instantiated(qk_chains);
-  }
 }
 
 }  // namespace
@@ -83,7 +55,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
                             std::to_string(tuning.v32_q_terms) + ")");
   }
   if (r.num_tokens == 0) return Status::ok();
-  const int64_t head_blocks = transposed ? 1 : (r.num_heads + Heads64Config::kHeads - 1) / Heads64Config::kHeads;
+  const int64_t head_blocks = transposed ? 1 : (r.num_heads + SeesawConfig::kHeads - 1) / SeesawConfig::kHeads;
   const int64_t blocks = r.num_tokens * head_blocks;
   if (blocks > std::numeric_limits<int32_t>::max()) {
     return invalid_argument("sparse_mla fp8: num_tokens * ceil(num_heads / 64) (" + std::to_string(blocks) +
@@ -118,10 +90,6 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (v32) return launch_v32(tuning.v32_q_terms, k, grid, r.stream);
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
-  }
-  if (tuning.heads64 == Heads64Design::kScoreValue || !seesaw_has_qk_chains(tuning.qk_chains)) {
-    return launch_heads64_chains(tuning.qk_chains == kDefaultQkChains ? kScoreValueQkChains : tuning.qk_chains, k,
-                                 grid, r.stream);
   }
   return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
 }

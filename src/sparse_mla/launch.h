@@ -17,33 +17,19 @@ namespace fp8dsa::detail::sparse_mla {
 // k-steps, the first of them issued under the previous tile's softmax (config.h: SeesawQkPlan); on
 // the H200 it runs 1.3% faster than 5 chains of 4 k-steps (128 elements) with 1.3x their lse error,
 // which is 0.15x of SPEC 6's bound against the rounding of the inputs; 3 chains of 6 are 0.7%
-// faster still with 2.1x (bench/RESULTS.md).
-// The score/value design (heads64_kernel.cuh, 5 chains by default) is the previous kernel, kept to
-// be measured against: like the seesaw kernel's other chain counts it is built only with
-// FP8DSA_TUNING (seesaw_heads64.cu and the heads64_qk_chains<n>.cu files must match these lists).
+// faster still with 2.1x (bench/RESULTS.md). The other counts are built only with FP8DSA_TUNING.
 constexpr int kDefaultQkChains = 4;
-constexpr int kScoreValueQkChains = 5;
 // The transposed small-head kernel's own count (not a tuning choice).
 constexpr int kSmallHeadsQkChains = 9;
 #if defined(FP8DSA_TUNING)
 inline constexpr std::array kSeesawQkChainChoices{3, 4, 5};
-inline constexpr std::array kScoreValueQkChainChoices{1, 5, 9, 18};
 #else
 inline constexpr std::array kSeesawQkChainChoices{kDefaultQkChains};
-inline constexpr std::array<int, 0> kScoreValueQkChainChoices{};
 #endif
-constexpr bool seesaw_has_qk_chains(int qk_chains) {
+constexpr bool is_instantiated_qk_chains(int qk_chains) {
   for (int c : kSeesawQkChainChoices)
     if (c == qk_chains) return true;
   return false;
-}
-constexpr bool score_value_has_qk_chains(int qk_chains) {
-  for (int c : kScoreValueQkChainChoices)
-    if (c == qk_chains) return true;
-  return false;
-}
-constexpr bool is_instantiated_qk_chains(int qk_chains) {
-  return seesaw_has_qk_chains(qk_chains) || score_value_has_qk_chains(qk_chains);
 }
 
 // How h < 64 runs: the transposed-orientation kernel (keys as the MMA rows, heads as its N:
@@ -59,17 +45,10 @@ constexpr bool transposed_by_default(int num_heads) { return has_transposed_kern
 constexpr int kDefaultV32QTerms = 2;
 constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
 
-// The 64-head kernel for 576-byte rows: two math warpgroups in seesaw (seesaw_kernel.cuh), or, in an
-// FP8DSA_TUNING build, the earlier design of one score and two value warpgroups (heads64_kernel.cuh),
-// kept to be measured beside it. A chain count only the score/value design has runs that design; it
-// takes kDefaultQkChains as its own kScoreValueQkChains.
-enum class Heads64Design { kSeesaw, kScoreValue };
-
 struct Fp8Tuning {
-  int qk_chains = kDefaultQkChains;
+  int qk_chains = kDefaultQkChains;  // of the seesaw kernel (576-byte rows, h a multiple of 64 or 32)
   SmallHeads small_heads = SmallHeads::kDefault;
   int v32_q_terms = kDefaultV32QTerms;
-  Heads64Design heads64 = Heads64Design::kSeesaw;
 };
 
 // True where an FP8 tensor-core kernel exists for these (validated) params: d_qk 576, d_v 512,
@@ -80,11 +59,9 @@ bool fp8_kernel_supports(const SparseMlaParams& params);
 // Launches it on params.stream. Expects validate(params) to have passed.
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tuning = {});
 
-// One per instantiation file (heads64_qk_chains*.cu, small_heads_h*.cu).
-template <int kQkChains>
-Status launch_heads64(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 // seesaw_heads64.cu: qk_chains one of kSeesawQkChainChoices.
 Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+// One per instantiation file (small_heads_h*.cu).
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 // v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).

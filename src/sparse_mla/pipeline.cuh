@@ -66,7 +66,7 @@ __device__ __forceinline__ SmemBase aligned_smem_base(uint8_t* smem_raw) {
   return {aligned, smem_raw + (aligned - raw)};
 }
 
-// The mbarriers of the 64-head kernels (heads64_kernel.cuh, v32_kernel.cuh), for a config C with
+// The mbarriers of a kernel of one score and two value warpgroups (v32_kernel.cuh), for a config C with
 // kNumKStages, kNumPSlots, kNumValueGroups and kBarrierOffset.
 template <class C>
 struct ScoreValueBarriers {

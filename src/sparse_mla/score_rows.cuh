@@ -1,7 +1,9 @@
-// What the two 64-head kernels' score groups share (heads64_kernel.cuh for 576-byte rows,
-// v32_kernel.cuh for DeepSeek-V3.2 rows): the online softmax of one m64n64 score tile over a
-// thread's two rows, P into its slot, and the rows' results at the end. (Their pipelined tile loops
-// stay in the kernels: passed through a shared template as lambdas, they spilled.) A thread holds rows (heads)
+// The online softmax of one m64n64 score tile over a thread's two rows, P into its slot, and the
+// rows' results at the end, for the warpgroups that score in the 64-head kernels: the seesaw
+// kernel's math groups (seesaw_kernel.cuh: the two halves and store_p, its bound exchange between
+// them) and the V3.2-row kernel's score group (v32_kernel.cuh: softmax_tile, publish_p,
+// write_row_results). (The pipelined tile loops stay in the kernels: passed through a shared
+// template as lambdas, they spilled.) A thread holds rows (heads)
 // row_lo and row_lo + 8 of the accumulator and 16 of the tile's 64 keys (hopper/wgmma_layout.h:
 // acc_row, acc_col); the quad of 4 lanes sharing a row holds all of its keys.
 #pragma once

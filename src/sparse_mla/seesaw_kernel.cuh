@@ -42,6 +42,7 @@ namespace seesaw {
 using C = SeesawConfig;
 using hopper::Swizzle;
 using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
+static_assert(C::kDvPerMathGroup == kValueGroupDv, "a math group's O^T is a value group's (value_layout.h)");
 
 
 struct Barriers {

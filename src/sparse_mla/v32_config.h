@@ -1,6 +1,10 @@
 // Tile sizes, register split and shared-memory plan of the 64-head FP8 sparse MLA kernel that reads
-// DeepSeek-V3.2's 656-byte cache rows (v32_kernel.cuh). The roles are those of Heads64Config
-// (config.h); what the row format changes:
+// DeepSeek-V3.2's 656-byte cache rows (v32_kernel.cuh). One CTA per (token, 64-head block), three
+// warpgroups with separate roles: the score group (S = Q K^T per 64-key tile, the whole online
+// softmax of the tile, P as e4m3 into a ring of P slots with the tile's rescale factors) and two
+// value groups (each owns 256 of the 512 d_v columns, gathers its half of every row and adds
+// O^T[256][64] += V^T . P^T, V^T the register A operand: value_layout.h). What the row format
+// changes:
 //   - Q arrives as bf16: the value groups quantise its nope part to e4m3 with one scale per head
 //     (amax / 448) into the Q tile and copy its rope, still bf16, into a tile of its own. One e4m3
 //     term keeps 4 significant bits of q, and a score then errs by ~2% of its spread (SPEC 6's lse

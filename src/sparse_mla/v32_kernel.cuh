@@ -1,5 +1,5 @@
 // The native FP8 sparse MLA kernel for DeepSeek-V3.2's 656-byte cache rows and bf16 queries: one
-// CTA per (token, 64-head block), the roles of heads64_kernel.cuh, QK^T and P.V on the e4m3 tensor
+// CTA per (token, 64-head block), a score and two value warpgroups (v32_config.h), QK^T and P.V on the e4m3 tensor
 // cores with the per-128-column scales folded in, the rope on the bf16 tensor cores. Plan and
 // layouts: v32_config.h, v32_value_layout.h.
 //
@@ -202,7 +202,7 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     start_scores(0, s, part);
     finish_scores(0, s, part);
   }
-  // Pipelined as heads64_kernel.cuh's loop; the last tile is peeled.
+  // Pipelined: tile t + 1's QK^T chains start before tile t's softmax; the last tile is peeled.
   for (int tile = 0; tile + 1 < num_tiles; ++tile) {
     start_scores(tile + 1, s_next, part);
     softmax_and_publish(tile, s);

@@ -1,5 +1,6 @@
-// Where the 64-head kernel's P.V finds and puts its data (host and device, so that the whole layout
-// is checked on the CPU: tests/sparse_mla/value_layout_test.cpp).
+// Where the 64-head kernels' P.V finds and puts its data (host and device, so that the whole layout
+// is checked on the CPU: tests/sparse_mla/value_layout_test.cpp): the seesaw kernel's math groups and
+// the V3.2-row kernel's value groups (v32_value_layout.h), both "value groups" here.
 //
 // O^T[d_v][heads] += V^T . P^T, V^T the register A operand, P^T [64 heads][64 keys] the shared B
 // operand (K-major SW64, keys in the order of key_order.h). A value group w holds O^T for d_v
@@ -20,10 +21,13 @@
 
 namespace fp8dsa::detail::sparse_mla {
 
+// The d_v columns of one value group's O^T: half of d_v, 4 m64 blocks.
+constexpr int kValueGroupDv = MlaShape::kDv / 2;
+
 // The first of the 8 d_v columns thread (warp, lane) of value group w holds; block mb's row half hh
 // is column value_dv(...) + 2 mb + hh.
 FP8DSA_HOST_DEVICE constexpr int value_dv(int w, int warp, int lane) {
-  return Heads64Config::kDvPerValueGroup * w + 64 * warp + 8 * (lane / 4);
+  return kValueGroupDv * w + 64 * warp + 8 * (lane / 4);
 }
 
 // The heads of a thread's accumulator registers (the N of m64n64): register 4c + 2hh + e is head
@@ -83,18 +87,11 @@ FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const Valu
   }
 }
 
-// The value group's gather (gather.cuh: gather_value_group_share): thread `thread` copies, for both
-// passes p (rows 32p + thread / 4), 16-byte chunk thread % 4 of the atoms value_share_atom(w, m),
-// m = 0..4, where m = 4 (the rope) is copied by pass w only. Its shared offset in any tile is
-// value_share_offset(thread) + 4096 atom + 2048 p: the swizzle of row 32p + r (XOR of the chunk with
-// (row / 2) % 4) depends neither on p nor on the atom.
-constexpr int kValueShareAtoms = Heads64Config::kDvPerValueGroup / 64 + 1;
-FP8DSA_HOST_DEVICE constexpr int value_share_atom(int w, int m) {
-  return m < kValueShareAtoms - 1 ? (kValueShareAtoms - 1) * w + m : MlaShape::kDqk / 64 - 1;
-}
-FP8DSA_HOST_DEVICE constexpr bool value_share_copies(int w, int pass, int m) {
-  return m < kValueShareAtoms - 1 || pass == w;
-}
+// A gather of 64-row tiles by 128 threads in two passes p (rows 32p + thread / 4), thread `thread`
+// copying 16-byte chunk thread % 4 of each 64-byte atom it copies (the V3.2-row kernel's value
+// groups): the chunk's shared offset in any tile is value_share_offset(thread) + 4096 atom + 2048 p,
+// as the swizzle of row 32p + r (XOR of the chunk with (row / 2) % 4) depends neither on p nor on the
+// atom.
 FP8DSA_HOST_DEVICE constexpr uint32_t value_share_offset(int thread) {
   const int quarter = thread % 4, row_in_pass = thread / 4;
   return static_cast<uint32_t>(row_in_pass * 64 + ((quarter ^ ((row_in_pass / 2) % 4)) << 4));

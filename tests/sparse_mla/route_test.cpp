@@ -24,7 +24,7 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
 }
 
 // A QK^T chain count other than the default (instantiated in FP8DSA_TUNING builds only).
-int other_qk_chains() { return detail::sparse_mla::kDefaultQkChains == 9 ? 18 : 9; }
+int other_qk_chains() { return detail::sparse_mla::kDefaultQkChains == 5 ? 3 : 5; }
 
 // Which FP8 variant runs each head count, and the launcher's refusals that come before any CUDA
 // call (so they are checked here, without a GPU): a QK^T chain count that is not instantiated, and
@@ -53,20 +53,9 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
     const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, {7, detail::sparse_mla::SmallHeads::kDefault});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("qk_chains 7 is not instantiated ("), std::string::npos) << s.message();
-    // The message lists every count either 64-head design is built for.
+    // The message lists every count the 64-head kernel is built for.
     for (int c : detail::sparse_mla::kSeesawQkChainChoices)
       EXPECT_NE(s.message().find(std::to_string(c)), std::string::npos) << c << ": " << s.message();
-    for (int c : detail::sparse_mla::kScoreValueQkChainChoices)
-      EXPECT_NE(s.message().find(std::to_string(c)), std::string::npos) << c << ": " << s.message();
-  }
-  // The score/value design is a tuning variant: a build without FP8DSA_TUNING says so.
-  if (detail::sparse_mla::kScoreValueQkChainChoices.empty()) {
-    p.num_heads = 64;
-    detail::sparse_mla::Fp8Tuning tuning;
-    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
-    const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find("built only with FP8DSA_TUNING"), std::string::npos) << s.message();
   }
   // A count besides the default: refused for h < 64, or not instantiated (a build without
   // FP8DSA_TUNING has the default alone).

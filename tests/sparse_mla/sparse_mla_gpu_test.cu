@@ -288,8 +288,7 @@ std::string tuning_label(const detail::sparse_mla::Fp8Tuning& tuning) {
   return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
          (tuning.small_heads == detail::sparse_mla::SmallHeads::kTransposed ? " transposed"
           : tuning.small_heads == detail::sparse_mla::SmallHeads::kPadded   ? " padded"
-                                                                     : "") +
-         (tuning.heads64 == detail::sparse_mla::Heads64Design::kScoreValue ? " score_value" : "");
+                                                                     : "");
 }
 
 // One problem through launch_sparse_mla_fp8 with each tuning (poisoned outputs, bitwise rerun, every
@@ -358,19 +357,12 @@ TEST(SparseMlaFp8, SmallHeadsTransposedAndPadded) {
 // added in f32. SPEC 6 judges that error against the e4m3 rounding of the inputs themselves: on
 // realistic values (flat, std 3; peaked, std 10) and random-valued ones whose scores do not follow
 // the selection order (std 3.5), T = 512 over N = 32K, every 4th token against both f64 references.
-// Prints every instantiated chain count of both 64-head designs (the tradeoff behind the default)
-// and requires the bound of each design's default.
+// Prints every instantiated chain count (the tradeoff behind the default) and requires the bound of
+// the default.
 TEST(SparseMlaFp8, AccuracyAgainstRounding) {
   FP8DSA_SKIP_WITHOUT_GPU();
   std::vector<detail::sparse_mla::Fp8Tuning> tunings;
   for (int chains : detail::sparse_mla::kSeesawQkChainChoices) tunings.push_back({chains, detail::sparse_mla::SmallHeads::kDefault});
-  for (int chains : detail::sparse_mla::kScoreValueQkChainChoices) {
-    // The score/value design's own default runs as the default count (launch.h).
-    detail::sparse_mla::Fp8Tuning tuning{chains == detail::sparse_mla::kScoreValueQkChains ? detail::sparse_mla::kDefaultQkChains : chains,
-                                 detail::sparse_mla::SmallHeads::kDefault};
-    tuning.heads64 = detail::sparse_mla::Heads64Design::kScoreValue;
-    tunings.push_back(tuning);
-  }
   for (int h : {128, 64}) {
     for (const auto& [values, score_std] : {std::pair{tools::MlaValues::kRealistic, 3.0},
                                             std::pair{tools::MlaValues::kRealistic, 10.0},

@@ -1,5 +1,5 @@
-// The 64-head kernel's P.V data path (value_layout.h), emulated on the CPU thread by thread: the
-// score group's P words into a P slot, each value-group thread's V^T fragments from a gathered K
+// The 64-head kernels' P.V data path (value_layout.h), emulated on the CPU thread by thread: the
+// scoring threads' P words into a P slot, each value-group thread's V^T fragments from a gathered K
 // tile, the wgmma O^T += V^T P^T on those fragments (operand layouts of hopper/wgmma_layout.h) and
 // the epilogue's (head, d_v) for every accumulator register, against O = P V computed directly.
 // Also: the fragments' 8-byte loads of one instruction hit 32 distinct banks (half-warp phases).
@@ -23,8 +23,10 @@
 namespace fp8dsa::detail::sparse_mla {
 namespace {
 
-using C = Heads64Config;
+// The seesaw kernel's math groups are the value groups of value_layout.h.
+using C = SeesawConfig;
 constexpr int kKeys = C::kKeysPerTile, kHeads = C::kHeads;
+static_assert(C::kDvPerMathGroup == kValueGroupDv, "a math group's O^T is a value group's");
 
 // Small integers as bytes: the emulated MMA multiplies them exactly.
 std::vector<int> random_bytes(size_t n, uint32_t seed) {
@@ -127,7 +129,7 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
   for (int n = 0; n < kHeads; ++n)
     for (int k = 0; k < kKeys; ++k) ASSERT_EQ(p_t(n, k), p_values[n * kKeys + v_key_at(k)]) << n << " " << k;
 
-  for (int w = 0; w < C::kNumValueGroups; ++w) {
+  for (int w = 0; w < C::kNumMathGroups; ++w) {
     // Each thread's fragments, A[mb][m][k] of each k-step as the wgmma sees them, times P^T.
     const std::vector<int64_t> o = emulate_value_mma(
         [&](int thread) { return value_loads(w, thread); },
@@ -141,14 +143,14 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
         p_t);
     expect_epilogue_reads_p_times_v(
         o, w, [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; }, p_values,
-        v_values, C::kDqk, C::kDvPerValueGroup);
+        v_values, C::kDqk, kValueGroupDv);
   }
 }
 
 // Shared memory serves a warp's 8-byte loads in two half-warp phases; a phase is conflict-free when
 // its 16 lanes read 16 distinct 8-byte bank pairs.
 TEST(SparseMlaValueLayout, FragmentLoadsAreConflictFree) {
-  for (int w = 0; w < C::kNumValueGroups; ++w)
+  for (int w = 0; w < C::kNumMathGroups; ++w)
     for (int warp = 0; warp < 4; ++warp)
       for (int ks = 0; ks < 2; ++ks) {
         std::vector<std::vector<uint32_t>> offsets(32);  // per lane, in load order
@@ -169,22 +171,20 @@ TEST(SparseMlaValueLayout, FragmentLoadsAreConflictFree) {
       }
 }
 
-// The two value groups' gathers together copy every 16-byte chunk of a 64-row tile exactly once, to
-// where the SW64 K-major layout puts it, and each group copies all of its own d_v columns.
-TEST(SparseMlaValueLayout, GatherSharesCoverTheTileOnce) {
+// value_share_offset (the V3.2-row kernel's gather): the offset plus an atom's and a pass's constant
+// is where the SW64 K-major layout puts each thread's chunk, and the 128 threads' chunks of a pass
+// cover its 32 rows of an atom once.
+TEST(SparseMlaValueLayout, ShareOffsetIsTheSwizzledChunk) {
+  constexpr int kAtoms = C::kDqk / 64;
   std::vector<int> copies(C::kKTileBytes / 16, 0);
-  for (int w = 0; w < C::kNumValueGroups; ++w)
-    for (int thread = 0; thread < 128; ++thread)
-      for (int pass = 0; pass < 2; ++pass)
-        for (int m = 0; m < kValueShareAtoms; ++m) {
-          if (!value_share_copies(w, pass, m)) continue;
-          const int atom = value_share_atom(w, m);
-          const int row = 32 * pass + thread / 4, col = 64 * atom + 16 * (thread % 4);
-          const uint32_t dst = value_share_offset(thread) + static_cast<uint32_t>(atom) * 4096 + 2048u * pass;
-          ASSERT_EQ(dst, hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, row, col)) << w << " " << thread;
-          ++copies[dst / 16];
-          if (col < C::kDv) EXPECT_EQ(col / C::kDvPerValueGroup, w) << "a group copies only its own d_v columns";
-        }
+  for (int thread = 0; thread < 128; ++thread)
+    for (int pass = 0; pass < 2; ++pass)
+      for (int atom = 0; atom < kAtoms; ++atom) {
+        const int row = 32 * pass + thread / 4, col = 64 * atom + 16 * (thread % 4);
+        const uint32_t dst = value_share_offset(thread) + static_cast<uint32_t>(atom) * 4096 + 2048u * pass;
+        ASSERT_EQ(dst, hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, row, col)) << thread;
+        ++copies[dst / 16];
+      }
   for (size_t i = 0; i < copies.size(); ++i) EXPECT_EQ(copies[i], 1) << "chunk " << i;
 }
 

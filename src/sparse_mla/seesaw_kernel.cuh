@@ -45,17 +45,24 @@ using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
 static_assert(C::kDvPerMathGroup == kValueGroupDv, "a math group's O^T is a value group's (value_layout.h)");
 
 
+// The mbarriers at kBarrierOffset, in this order (the one description of their layout):
+//   full[kNumKStages]   tile gathered: one cp.async arrival per producer thread;
+//   empty[kNumKStages]  every math thread is done with the stage;
+//   q_full              Q gathered: one cp.async arrival per producer thread.
+constexpr uint32_t kFullOffset = C::kBarrierOffset;
+constexpr uint32_t kEmptyOffset = kFullOffset + 8 * C::kNumKStages;
+constexpr uint32_t kQFullOffset = kEmptyOffset + 8 * C::kNumKStages;
+static_assert(kQFullOffset + 8 == C::kBarrierOffset + 8 * C::kNumBarriers, "the config counts these barriers");
+
+// As pointers, for the initialisation and the producer.
 struct Barriers {
-  uint64_t* full;   // [kNumKStages] tile gathered: one cp.async arrival per producer thread
-  uint64_t* empty;  // [kNumKStages] every math thread is done with the stage
+  uint64_t* full;
+  uint64_t* empty;
   uint64_t* q_full;
 
   __device__ __forceinline__ static Barriers at(uint8_t* smem) {
-    Barriers b;
-    b.full = reinterpret_cast<uint64_t*>(smem + C::kBarrierOffset);
-    b.empty = b.full + C::kNumKStages;
-    b.q_full = b.empty + C::kNumKStages;
-    return b;
+    return {reinterpret_cast<uint64_t*>(smem + kFullOffset), reinterpret_cast<uint64_t*>(smem + kEmptyOffset),
+            reinterpret_cast<uint64_t*>(smem + kQFullOffset)};
   }
   __device__ __forceinline__ void init() const {
     for (int s = 0; s < C::kNumKStages; ++s) {
@@ -70,15 +77,14 @@ struct Barriers {
 __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
   return smem + C::kKOffset + (tile % C::kNumKStages) * C::kKTileBytes;
 }
-// The math groups address the barriers from the shared base (a 32-bit register): full[s], empty[s]
-// and q_full as Barriers lays them out.
+// As shared addresses from the base (a 32-bit register), for the math groups.
 __device__ __forceinline__ uint32_t full_at(uint32_t smem, int tile) {
-  return smem + C::kBarrierOffset + 8 * (tile % C::kNumKStages);
+  return smem + kFullOffset + 8 * (tile % C::kNumKStages);
 }
 __device__ __forceinline__ uint32_t empty_at(uint32_t smem, int tile) {
-  return smem + C::kBarrierOffset + 8 * (C::kNumKStages + tile % C::kNumKStages);
+  return smem + kEmptyOffset + 8 * (tile % C::kNumKStages);
 }
-__device__ __forceinline__ uint32_t q_full_at(uint32_t smem) { return smem + C::kBarrierOffset + 16 * C::kNumKStages; }
+__device__ __forceinline__ uint32_t q_full_at(uint32_t smem) { return smem + kQFullOffset; }
 __device__ __forceinline__ void wait_full(uint32_t smem, int tile) {
   wait_barrier_at(full_at(smem, tile), (tile / C::kNumKStages) & 1);
 }

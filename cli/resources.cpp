@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
+
+#include "core/parallel_for.h"
 
 namespace fp8dsa::cli {
 namespace {
@@ -163,18 +164,18 @@ int check_runnable(const RunOptions& o, bool gpu) {
     return 2;
   }
   if (!gpu) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const double seconds = cpu_seconds_estimate(o, cores);
+    const int threads = static_cast<int>(cpu_reference_threads());
+    const double seconds = cpu_seconds_estimate(o, threads);
     if (seconds > kMaxCpuSeconds) {
       std::fprintf(stderr,
-                   "fp8dsa run: the CPU references of this shape would take about %.0f minutes on %d cores "
+                   "fp8dsa run: the CPU references of this shape would take about %.0f minutes on %d threads "
                    "(limit %.0f); use smaller --tokens / --cached (or a GPU)\n",
-                   seconds / 60.0, cores, kMaxCpuSeconds / 60.0);
+                   seconds / 60.0, threads, kMaxCpuSeconds / 60.0);
       return 2;
     }
     if (seconds > 30.0) {
-      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %.0f minutes on %d cores\n",
-                   seconds / 60.0, cores);
+      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %.0f minutes on %d threads\n",
+                   seconds / 60.0, threads);
     }
   }
   return 0;

@@ -2,12 +2,14 @@ include_guard(GLOBAL)
 
 # A command-line program run as a user runs it (run_cli.cmake): exit status, stdout and stderr.
 # fp8dsa_command_test(<test name> <target> <label> ARGS <arg>... EXPECT_RC <rc> [LIMIT] [STDOUT_MATCH <re>]
-#                     [STDERR_MATCH <re>] [STDOUT_NOT_MATCH <re>] [STDOUT_EMPTY] [STDERR_EMPTY])
-# LIMIT runs it under an address-space cap of FP8DSA_COMMAND_LIMIT_KB (skipped under a sanitizer).
+#                     [STDERR_MATCH <re>] [STDOUT_NOT_MATCH <re>] [STDOUT_EMPTY] [STDERR_EMPTY]
+#                     [ENV <name=value>...])
+# LIMIT runs it under an address-space cap of FP8DSA_COMMAND_LIMIT_KB (skipped under a sanitizer);
+# ENV sets environment variables for the run.
 set(FP8DSA_COMMAND_LIMIT_KB 8388608)
 function(fp8dsa_command_test test target label)
   cmake_parse_arguments(ARG "LIMIT;STDOUT_EMPTY;STDERR_EMPTY" "EXPECT_RC;STDOUT_MATCH;STDERR_MATCH;STDOUT_NOT_MATCH"
-                        "ARGS" ${ARGN})
+                        "ARGS;ENV" ${ARGN})
   string(REPLACE ";" "|" args "${ARG_ARGS}")
   set(defines -DCLI=$<TARGET_FILE:${target}> "-DARGS=${args}" -DEXPECT_RC=${ARG_EXPECT_RC})
   foreach(key STDOUT_MATCH STDERR_MATCH STDOUT_NOT_MATCH)
@@ -29,4 +31,7 @@ function(fp8dsa_command_test test target label)
   endif()
   add_test(NAME ${test} COMMAND ${CMAKE_COMMAND} ${defines} -P ${PROJECT_SOURCE_DIR}/tests/cli/run_cli.cmake)
   set_tests_properties(${test} PROPERTIES TIMEOUT 60 LABELS ${label})
+  if(ARG_ENV)
+    set_tests_properties(${test} PROPERTIES ENVIRONMENT "${ARG_ENV}")
+  endif()
 endfunction()

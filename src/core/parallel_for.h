@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -11,16 +12,26 @@
 
 namespace fp8dsa {
 
+// The threads the CPU references use: the environment variable FP8DSA_CPU_THREADS when it is a
+// positive integer (at most 1024), else std::thread::hardware_concurrency() (at least 1).
+inline int64_t cpu_reference_threads() {
+  if (const char* env = std::getenv("FP8DSA_CPU_THREADS")) {
+    char* end = nullptr;
+    const long long n = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0) return std::min<long long>(n, 1024);
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+}
+
 // Calls fn(i) for every i in [begin, end), split into contiguous chunks over up to
-// hardware_concurrency threads (fewer when a thread cannot be started). fn must be safe to run
+// cpu_reference_threads() threads (fewer when a thread cannot be started). fn must be safe to run
 // concurrently for distinct i. The first exception thrown by fn is rethrown on the calling thread
 // after all workers have joined.
 template <typename Fn>
 void parallel_for(int64_t begin, int64_t end, Fn&& fn) {
   const int64_t count = end - begin;
   if (count <= 0) return;
-  const int64_t hw = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-  const int64_t num_threads = std::min(hw, count);
+  const int64_t num_threads = std::min(cpu_reference_threads(), count);
   if (num_threads == 1) {
     for (int64_t i = begin; i < end; ++i) fn(i);
     return;

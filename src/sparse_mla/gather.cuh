@@ -44,7 +44,7 @@ enum class RowCopy { kPerAtom, kImmediate };
 
 // Copies the whole row `src` into row `row` of the kRows-row tile at `tile`, or zero-fills it when
 // !valid (src must still be a mapped address: it is read from only when valid).
-template <int kRows, RowCopy kCopy = RowCopy::kPerAtom>
+template <int kRows, RowCopy kCopy>
 __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t* src, bool valid, int quarter) {
   if constexpr (kCopy == RowCopy::kImmediate) {
     static_assert(kRows % 8 == 0, "an atom's rows * 64 bytes must keep the swizzle's row bits");
@@ -110,17 +110,20 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
       gather_row<kKeys, kCopy>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
     }
   };
-  const auto k_tile_at = [&](int stage) { return smem + kKOffset + stage * MlaShape::kKTileBytes; };
+  // Tile `tile` into its stage once the stage is free, from the indices in idx.
+  const auto fill_stage = [&](int tile, const int32_t (&idx)[kPasses]) {
+    const int stage = tile % kNumKStages;
+    if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
+    copy_rows(smem + kKOffset + stage * MlaShape::kKTileBytes, idx);
+    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  };
   if constexpr (kPlan == TileGather::kIndicesAhead) {
-    // One tile from the indices in idx, loading the next tile's into next (-1 past the token's
-    // length: no load). The loop takes tiles in pairs so that the two index sets swap roles without
-    // a copy (a copy waits for the load).
+    // Each tile from the indices in idx, loading the next tile's into next first (-1 past the
+    // token's length: no load). The loop takes tiles in pairs so that the two index sets swap roles
+    // without a copy (a copy waits for the load).
     const auto produce = [&](int tile, const int32_t (&idx)[kPasses], int32_t (&next)[kPasses]) {
-      const int stage = tile % kNumKStages;
       load_indices(tile + 1, next);
-      if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
-      copy_rows(k_tile_at(stage), idx);
-      hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+      fill_stage(tile, idx);
     };
     int32_t idx_even[kPasses], idx_odd[kPasses];
     load_indices(0, idx_even);
@@ -130,12 +133,9 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
     }
   } else {
     for (int tile = 0; tile < num_tiles; ++tile) {
-      const int stage = tile % kNumKStages;
       int32_t idx[kPasses];
       load_indices(tile, idx);
-      if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
-      copy_rows(k_tile_at(stage), idx);
-      hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+      fill_stage(tile, idx);
     }
   }
   // No copy may outlive the thread that issued it.

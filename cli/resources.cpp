@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -164,6 +165,11 @@ int check_runnable(const RunOptions& o, bool gpu) {
     return 2;
   }
   if (!gpu) {
+    if (const char* value = std::getenv(kCpuThreadsVariable); value != nullptr && cpu_threads_from(value) == 0) {
+      std::fprintf(stderr, "fp8dsa run: %s='%s' is not a positive integer (the CPU references' threads)\n",
+                   kCpuThreadsVariable, value);
+      return 2;
+    }
     const int threads = static_cast<int>(cpu_reference_threads());
     const double seconds = cpu_seconds_estimate(o, threads);
     if (seconds > kMaxCpuSeconds) {

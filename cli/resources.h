@@ -30,8 +30,8 @@ inline constexpr double kMaxCpuSeconds = 3600.0;
 std::string check_memory(const RunOptions& options, bool gpu);
 
 // validate_options, then check_memory, and on the CPU path the time estimate on the references'
-// threads (cpu_reference_threads(): FP8DSA_CPU_THREADS or the machine's; printed past 30 s, and past
-// kMaxCpuSeconds a refusal): 0 when the run can go ahead, else 2 with the reason printed to stderr.
+// threads (cpu_reference_threads(): FP8DSA_CPU_THREADS or the machine's; a value of it that is not a
+// positive integer is refused; printed past 30 s, and past kMaxCpuSeconds a refusal): 0 when the run can go ahead, else 2 with the reason printed to stderr.
 // Allocates nothing.
 int check_runnable(const RunOptions& options, bool gpu);
 

@@ -42,6 +42,14 @@ class ThreadsVariable {
 
 int64_t hardware_threads() { return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency())); }
 
+TEST(ParallelFor, ThreadCountParsing) {
+  EXPECT_EQ(cpu_threads_from(nullptr), 0);
+  EXPECT_EQ(cpu_threads_from("1"), 1);
+  EXPECT_EQ(cpu_threads_from("64"), 64);
+  EXPECT_EQ(cpu_threads_from("5000"), 1024);
+  for (const char* bad : {"", "0", "-2", "abc", "4x", "1.5"}) EXPECT_EQ(cpu_threads_from(bad), 0) << "'" << bad << "'";
+}
+
 TEST(ParallelFor, ThreadsFromTheEnvironment) {
   {
     ThreadsVariable v(nullptr);

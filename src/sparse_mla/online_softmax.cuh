@@ -26,6 +26,22 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// exp2 on the FMA pipe, for a share of a tile's exponentials: MUFU.EX2 runs at a quarter of the
+// FMA pipe's rate, and two math warpgroups taking all of theirs through it queue there. 2^x =
+// 2^f * 2^j with j = round(x) (the 1.5 * 2^23 shift leaves j in t's low mantissa bits) and f in
+// [-0.5, 0.5]: 2^f a degree-3 polynomial (near-minimax, relative error 1.0e-4, far below e4m3's
+// 2^-4 step and the f32 sums' needs), j added to its exponent bits (t << 23 is j << 23 mod 2^32).
+// x is clamped at -127: no exponent wraps (below -126.5 the result is subnormal, 0 to P and
+// nothing to the sums), and -inf (a masked key) gives exactly 0, as MUFU.EX2 does, so that a row
+// without a valid key keeps a zero sum.
+__device__ __forceinline__ float fma_exp2(float x) {
+  x = fmaxf(x, -127.0f);
+  const float t = x + 12582912.0f;
+  const float f = x - (t - 12582912.0f);
+  const float q = fmaf(fmaf(fmaf(0.05500893f, f, 0.24221098f), f, 0.69328293f), f, 1.0f);
+  return __uint_as_float(__float_as_uint(q) + (__float_as_uint(t) << 23));
+}
+
 // Max / sum over the four lanes of a quad (the threads that share an accumulator row).
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));

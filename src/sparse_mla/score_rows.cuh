@@ -55,13 +55,18 @@ __device__ __forceinline__ float2 mask_and_bound_rows(float (&s)[32], uint32_t v
 }
 
 // The second half: P = exp2(s * scale_log2 + bias) as e4m3 A-fragment words in pf (key_order.h) and
-// the row sums, rescaled by alpha first.
-template <bool kSumQuantised>
+// the row sums, rescaled by alpha first. With kFmaExpEvery = k > 0, the exponentials of registers
+// r = k - 1, 2k - 1, ... go through fma_exp2 instead of MUFU.EX2.
+template <bool kSumQuantised, int kFmaExpEvery = 0>
 __device__ __forceinline__ void tile_probabilities(float (&s)[32], float scale_log2, const float (&bias)[2],
                                                    const float (&alpha)[2], uint32_t (&pf)[2][4],
                                                    float (&sum_f32)[2], float (&sum_e4m3)[2]) {
+  constexpr int kEvery = kFmaExpEvery > 0 ? kFmaExpEvery : 64;  // 64: every register on MUFU
 #pragma unroll
-  for (int r = 0; r < 32; ++r) s[r] = fast_exp2(fmaf(s[r], scale_log2, bias[(r / 2) % 2]));
+  for (int r = 0; r < 32; ++r) {
+    const float x = fmaf(s[r], scale_log2, bias[(r / 2) % 2]);
+    s[r] = r % kEvery == kEvery - 1 ? fma_exp2(x) : fast_exp2(x);
+  }
   p_fragment(pf[0], s, 0);
   p_fragment(pf[1], s, 1);
   const auto add_op = [](float x, float y) { return x + y; };

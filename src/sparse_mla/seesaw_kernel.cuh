@@ -188,7 +188,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     alpha_buf[row_lo + 8] = alpha[1];
     {
       uint32_t pf[2][4];
-      tile_probabilities<true>(s, scale_log2, bias, alpha, pf, sum_f32, sum_e4m3);
+      tile_probabilities<true, C::kFmaExpEvery>(s, scale_log2, bias, alpha, pf, sum_f32, sum_e4m3);
       store_p(smem + C::kPOffset + m * C::kPSlotBytes, warp, lane, pf);
     }
     hopper::fence_proxy_async_smem();  // P is read by the wgmmas of both groups

@@ -39,6 +39,7 @@ struct Options {
   int warmup = 3;
   std::string flashmla;
   std::string q8kv8;
+  std::string deepgemm;
   std::vector<std::string> mla_data;
   std::vector<int> mla_qk_chains;
   std::string anchor_dir = "/tmp/fp8dsa_anchors";
@@ -64,6 +65,9 @@ void print_usage(std::FILE* out) {
                "                 accuracy against the f64 references\n"
                "  --q8kv8=PATH   also time SGLang's FP8 sparse prefill (../shared/anchors/q8kv8) on the same\n"
                "                 e4m3 inputs (rows with baseline=q8kv8)\n"
+               "  --deepgemm=PATH  also run the indexer on DeepGEMM's own inputs (../shared/anchors/\n"
+               "                 deepgemm_indexer_bench --dump) beside DeepGEMM's time for them (rows with\n"
+               "                 data=deepgemm, and baseline=deepgemm for DeepGEMM's)\n"
                "  --mla-data=LIST  sparse MLA input sets at N = 32K: realistic,peaked,random,random_std1,\n"
                "                 random_std10,zeros (default: all)\n"
                "  --mla-qk-chains=LIST  FP8DSA_TUNING builds: also time these sparse MLA QK^T chain counts\n"
@@ -112,6 +116,8 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->flashmla = v;
     } else if (starts_with(a, "--q8kv8=", &v) && *v != '\0') {
       opt->q8kv8 = v;
+    } else if (starts_with(a, "--deepgemm=", &v) && *v != '\0') {
+      opt->deepgemm = v;
     } else if (starts_with(a, "--mla-data=", &v) && *v != '\0') {
       opt->mla_data.clear();
       std::string list = v;
@@ -229,6 +235,7 @@ int main(int argc, char** argv) {
   ctx.results = &results;
   ctx.flashmla = opt.flashmla;
   ctx.q8kv8 = opt.q8kv8;
+  ctx.deepgemm = opt.deepgemm;
   ctx.mla_data = opt.mla_data;
   ctx.mla_qk_chains = opt.mla_qk_chains;
   ctx.anchor_dir = opt.anchor_dir;

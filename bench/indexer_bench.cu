@@ -1,9 +1,15 @@
 // Indexer scoring: one sequence of T = 4096 new tokens over N - 4096 cached keys (causal), the
-// DeepSeek-V3.2 prefill shape. FLOPs count valid (token, key) pairs only: 2 * H * D each.
+// DeepSeek-V3.2 prefill shape. FLOPs count valid (token, key) pairs only: 2 * H * D each. With
+// --deepgemm, each shape also runs on DeepGEMM's own dumped inputs beside DeepGEMM's time for them
+// (deepgemm_anchor.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "tools/device_random.h"
 #include "fp8dsa/indexer.h"
+#include "deepgemm_anchor.h"
 #include "indexer_inputs.h"
 #include "op_benches.h"
 
@@ -48,6 +54,119 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
   return time_and_record(ctx, sets, launch_filled, std::move(fill_row), derive);
 }
 
+// Our scorer against DeepGEMM's logits of the same case: the largest difference over the cells
+// both hold, relative to the largest |logit|, and the cells where one is -inf and the other not.
+void print_deepgemm_agreement(const std::string& shape, const DeepgemmCase& c, const std::vector<float>& ours) {
+  double max_diff = 0.0, max_ref = 0.0;
+  long long mask_mismatches = 0;
+  for (int64_t t = 0; t < c.num_tokens; ++t) {
+    const float* theirs = c.logits.data() + t * c.stride;
+    const float* mine = ours.data() + t * c.num_keys;
+    for (int64_t n = 0; n < c.num_keys; ++n) {
+      const bool a = std::isfinite(theirs[n]), b = std::isfinite(mine[n]);
+      if (a != b) {
+        ++mask_mismatches;
+      } else if (a) {
+        max_diff = std::max(max_diff, std::fabs(static_cast<double>(theirs[n]) - mine[n]));
+        max_ref = std::max(max_ref, std::fabs(static_cast<double>(theirs[n])));
+      }
+    }
+  }
+  std::printf("  deepgemm inputs %s: max |ours - DeepGEMM| / max |logit| = %.2e, -inf mismatches %lld\n",
+              shape.c_str(), max_ref > 0.0 ? max_diff / max_ref : 0.0, mask_mismatches);
+}
+
+// The shape on DeepGEMM's dumped inputs (rows "... causal data=deepgemm", plain and fill), then
+// DeepGEMM's own time for the case beside each (the same shape + " baseline=deepgemm"; DeepGEMM's
+// kernel writes only the cells in [ks, ke) and needs no fill pass, so its fill row has the same
+// time). A failing anchor is recorded as a row with its message.
+Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int num_heads) {
+  ResultRow row;
+  row.op = "indexer";
+  row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"H", num_heads}}, "causal") + " data=deepgemm";
+  DeepgemmCase c;
+  Status got = dump_deepgemm_case(ctx.deepgemm, ctx.anchor_dir + "/deepgemm_dump", kTokens, num_keys, num_heads, &c);
+  if (!got.is_ok()) {
+    row.note = got.to_string();
+    ctx.results->add(row);
+    return Status::ok();
+  }
+  tools::DeviceBytes ks, ke;
+  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ks, &ks));
+  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ke, &ke));
+  int64_t valid_pairs = 0;
+  for (int64_t t = 0; t < kTokens; ++t) {
+    const int64_t lo = std::clamp<int64_t>(c.ks[static_cast<size_t>(t)], 0, num_keys);
+    const int64_t hi = std::clamp<int64_t>(c.ke[static_cast<size_t>(t)], 0, num_keys);
+    valid_pairs += std::max<int64_t>(hi - lo, 0);
+  }
+  // The same inputs in as many copies as the rotation needs to miss in L2.
+  const size_t bytes = c.q.size() + c.k.size() + 4 * (c.w.size() + c.k_scale.size());
+  std::vector<IndexerInputs> sets(static_cast<size_t>(tools::rotation_sets(bytes, ctx.l2_bytes)));
+  for (IndexerInputs& in : sets) {
+    in.bytes = bytes;
+    FP8DSA_RETURN_IF_ERROR(tools::upload(c.q, &in.q));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(c.w, &in.w));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(c.k, &in.k));
+    FP8DSA_RETURN_IF_ERROR(tools::upload(c.k_scale, &in.k_scale));
+  }
+  tools::DeviceBuffer<float> logits;
+  FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * static_cast<size_t>(num_keys)));
+
+  IndexerParams base;
+  base.num_tokens = kTokens;
+  base.num_keys = num_keys;
+  base.num_heads = num_heads;
+  base.head_dim = kDeepgemmHeadDim;
+  base.ks = ks.as<int32_t>();
+  base.ke = ke.as<int32_t>();
+  base.logits = logits.get();
+  base.stream = ctx.stream;
+  IndexerParams filled = base;
+  filled.fill_masked = true;
+  row.kernel = indexer_kernel_name(indexer_route(base));
+
+  // Agreement first, on the filled logits (DeepGEMM's dump holds -inf outside [ks, ke)).
+  FP8DSA_RETURN_IF_ERROR(indexer_logits(sets[0].params(filled)));
+  std::vector<float> ours;
+  FP8DSA_RETURN_IF_ERROR(logits.download(&ours));
+  print_deepgemm_agreement(row.shape, c, ours);
+  c.logits = {};
+  ours = {};
+
+  double anchor_ms = NAN;
+  const Status timed = time_deepgemm_case(ctx.deepgemm, kTokens, num_keys, num_heads, std::max(ctx.timing.reps, 10),
+                                          &anchor_ms);
+  const auto derive = [&](double seconds, ResultRow& r) {
+    r.tflops = 2.0 * num_heads * kDeepgemmHeadDim * static_cast<double>(valid_pairs) / seconds / 1e12;
+    r.gbps = (static_cast<double>(bytes) + 4.0 * static_cast<double>(valid_pairs)) / seconds / 1e9;
+  };
+  const int count = static_cast<int>(sets.size());
+  for (const bool fill : {false, true}) {
+    ResultRow ours_row = row;
+    if (fill) ours_row.shape += " fill";
+    const IndexerParams& p = fill ? filled : base;
+    const size_t at = ctx.results->rows().size();
+    FP8DSA_RETURN_IF_ERROR(time_and_record(
+        ctx, count, [&](int s) { return indexer_logits(sets[static_cast<size_t>(s)].params(p)); }, ours_row, derive));
+    ResultRow anchor = ours_row;
+    anchor.shape += " baseline=deepgemm";
+    anchor.kernel = "DeepGEMM sm90_fp8_mqa_logits (sgl-deep-gemm 0.2.5)";
+    if (!timed.is_ok()) {
+      anchor.note = timed.to_string();
+      anchor.ms = anchor.tflops = anchor.gbps = NAN;
+    } else {
+      anchor.ms = anchor_ms;
+      derive(anchor_ms * 1e-3, anchor);
+      if (at < ctx.results->rows().size() && std::isfinite(ctx.results->row(at).ms)) {
+        ctx.results->row(at).vs_anchor = anchor_ms / ctx.results->row(at).ms;
+      }
+    }
+    ctx.results->add(anchor);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_indexer_bench(const BenchContext& ctx) {
@@ -55,7 +174,11 @@ Status run_indexer_bench(const BenchContext& ctx) {
       ctx.quick ? std::vector<int64_t>{65536} : std::vector<int64_t>{8192, 32768, 65536, 131072};
   const std::vector<int> heads = ctx.quick ? std::vector<int>{64} : std::vector<int>{64, 32};
   for (int64_t n : keys) {
-    for (int h : heads) FP8DSA_RETURN_IF_ERROR(bench_indexer_shape(ctx, n, h));
+    for (int h : heads) {
+      FP8DSA_RETURN_IF_ERROR(bench_indexer_shape(ctx, n, h));
+      // The anchor takes H = 32 and 64 only.
+      if (!ctx.deepgemm.empty() && (h == 32 || h == 64)) FP8DSA_RETURN_IF_ERROR(bench_on_deepgemm_inputs(ctx, n, h));
+    }
   }
   return Status::ok();
 }

@@ -25,6 +25,7 @@ struct BenchContext {
   Results* results = nullptr;
   std::string flashmla;    // the FlashMLA anchor executable (empty: not timed)
   std::string q8kv8;       // SGLang's FP8 sparse MLA anchor executable (empty: not timed)
+  std::string deepgemm;    // DeepGEMM's indexer anchor executable (empty: not timed)
   std::vector<std::string> mla_data;  // sparse MLA input sets (empty: the bench's default list)
   std::vector<int> mla_qk_chains;     // FP8DSA_TUNING builds: QK^T chain counts timed besides the default
   std::string anchor_dir;  // where the anchors' input and output files go
@@ -36,7 +37,8 @@ struct BenchContext {
 Status time_and_record(const BenchContext& ctx, int sets, const std::function<Status(int set)>& launch,
                        ResultRow row, const std::function<void(double seconds, ResultRow& row)>& derive);
 
-// T=4096 new tokens over N-4096 cached keys (causal), N in {8K, 32K, 64K, 128K}, H in {64, 32}.
+// T=4096 new tokens over N-4096 cached keys (causal), N in {8K, 32K, 64K, 128K}, H in {64, 32}; with
+// ctx.deepgemm also on DeepGEMM's dumped inputs, beside DeepGEMM's time for them.
 Status run_indexer_bench(const BenchContext& ctx);
 // The sparse MLA input sets --mla-data may name ("realistic, peaked, ..."), and whether `name` is one.
 std::string mla_data_set_names();

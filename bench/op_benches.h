@@ -56,7 +56,9 @@ Status run_sparse_mla_bench(const BenchContext& ctx);
 // The same from DeepSeek-V3.2's 656-byte rows with bf16 q: N in {8K, 32K, 128K}, h in {128, 64, 16},
 // beside FlashMLA BF16 on pre-dequantised rows and the dequantisation pass + FlashMLA.
 Status run_sparse_mla_v32_bench(const BenchContext& ctx);
-// The whole prefill, T=4096 new tokens over a 32K-row cache (N = 32768), h=128, H=64, topk=2048.
+// The whole prefill, T=4096 new tokens over a 32K-row cache (N = 32768), h=128, H=64, topk=2048;
+// with ctx.deepgemm and ctx.flashmla also the anchors' stages on the same inputs (DeepGEMM's scorer,
+// our top-k, FlashMLA), summed.
 Status run_pipeline_bench(const BenchContext& ctx);
 
 }  // namespace fp8dsa::bench

@@ -1,14 +1,23 @@
 // The whole prefill through fp8dsa::prefill: one sequence of T = 4096 new tokens over a cache of
 // 28672 rows, so N = 32768 key rows (the DeepSeek-V3.2 prefill default the CLI runs too);
 // indexer H = 64, D = 128; attention h = 128, topk = 2048. TFLOPS counts the indexer's and the
-// attention's valid FLOPs (the top-k adds none) over the whole call.
+// attention's valid FLOPs (the top-k adds none) over the whole call. With --deepgemm and --flashmla,
+// also the chain of the anchors' stages on the same inputs: DeepGEMM's scorer, our top-k and
+// FlashMLA's BF16 kernel (row "... baseline=anchor_stages", the sum of the three).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "tools/device_random.h"
+#include "fp8dsa/fp8.h"
+#include "fp8dsa/indexer.h"
 #include "fp8dsa/pipeline.h"
+#include "fp8dsa/topk.h"
+#include "deepgemm_anchor.h"
 #include "op_benches.h"
+#include "sparse_mla_common.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -25,6 +34,90 @@ constexpr int kDimV = 512;
 struct PrefillInputs {
   tools::DeviceBytes index_q, index_w, index_k, index_k_scale, q, kv;
 };
+
+// e4m3 bytes as bf16 values (exact: every e4m3 value is a bf16 value).
+std::vector<uint16_t> bf16_of_e4m3(const std::vector<uint8_t>& e4m3) {
+  std::vector<uint16_t> out(e4m3.size());
+  for (size_t i = 0; i < e4m3.size(); ++i) out[i] = float_to_bf16(e4m3_to_float(e4m3[i]));
+  return out;
+}
+
+// The anchors' chain on the inputs `in`: DeepGEMM's time for its scorer on this case (its own
+// inputs of the shape: the scorer's time does not depend on the values), our top-k timed on our
+// scorer's logits, and FlashMLA on the rows that top-k selected. Adds the row `ours` (the unfused
+// prefill's) + " baseline=anchor_stages" with their sum, and our speedup over it to row `ours_at`.
+Status bench_anchor_stages(const BenchContext& ctx, const PrefillInputs& in, const PrefillParams& base,
+                           const tools::CausalBounds& bounds, size_t ours_at, double flops) {
+  const int64_t num_keys = bounds.num_keys;
+  ResultRow row = ctx.results->row(ours_at);
+  row.shape += " baseline=anchor_stages";
+  row.vs_anchor = NAN;
+  row.tflops = row.gbps = NAN;
+  const auto refuse = [&](const Status& s) {
+    row.ms = NAN;
+    row.note = s.to_string();
+    ctx.results->add(row);
+    return Status::ok();
+  };
+
+  double deepgemm_ms = NAN;
+  const Status dg = time_deepgemm_case(ctx.deepgemm, kTokens, num_keys, kIndexHeads, std::max(ctx.timing.reps, 10),
+                                       &deepgemm_ms);
+  if (!dg.is_ok()) return refuse(dg);
+
+  // Our scorer's logits, then our top-k on them (timed), as the unfused prefill runs its stages.
+  tools::DeviceBuffer<float> logits;
+  FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * static_cast<size_t>(num_keys)));
+  IndexerParams ip = base.indexer;
+  ip.q = in.index_q.get();
+  ip.w = in.index_w.as<float>();
+  ip.k = in.index_k.get();
+  ip.k_scale = in.index_k_scale.as<float>();
+  ip.logits = logits.get();
+  ip.stream = ctx.stream;
+  FP8DSA_RETURN_IF_ERROR(indexer_logits(ip));
+  tools::DeviceBuffer<int32_t> indices;
+  FP8DSA_RETURN_IF_ERROR(indices.allocate(static_cast<size_t>(kTokens) * kTopk));
+  TopkParams tp;
+  tp.num_rows = kTokens;
+  tp.num_keys = num_keys;
+  tp.logits = logits.get();
+  tp.ks = base.indexer.ks;
+  tp.ke = base.indexer.ke;
+  tp.k = kTopk;
+  tp.indices = indices.get();
+  tp.stream = ctx.stream;
+  tools::DeviceBytes topk_workspace;
+  FP8DSA_RETURN_IF_ERROR(topk_workspace.allocate(topk_workspace_bytes(tp)));
+  tp.workspace = topk_workspace.get();
+  tp.workspace_bytes = topk_workspace.bytes();
+  tools::Timing topk_timing;
+  FP8DSA_RETURN_IF_ERROR(tools::time_launches(ctx.stream, 1, ctx.timing, [&](int) { return topk(tp); }, &topk_timing));
+
+  // FlashMLA on the selected rows, from the bf16 values of our e4m3 q and kv.
+  std::vector<uint8_t> q8, kv8;
+  std::vector<int32_t> selected;
+  FP8DSA_RETURN_IF_ERROR(in.q.download(&q8));
+  FP8DSA_RETURN_IF_ERROR(in.kv.download(&kv8));
+  FP8DSA_RETURN_IF_ERROR(indices.download(&selected));
+  const std::vector<uint16_t> q16 = bf16_of_e4m3(q8), kv16 = bf16_of_e4m3(kv8);
+  FlashMlaInputs fm{kTokens, num_keys, kHeads, kTopk, base.attention.sm_scale, &q16, &kv16, &selected};
+  double flashmla_ms = NAN;
+  std::vector<uint16_t> fm_out;
+  std::vector<float> fm_lse, fm_max_logits;
+  const Status fs = run_flashmla_io(ctx, fm, &flashmla_ms, &fm_out, &fm_lse, &fm_max_logits);
+  if (!fs.is_ok()) return refuse(fs);
+
+  char kernel[256];
+  std::snprintf(kernel, sizeof(kernel), "DeepGEMM mqa %.3f + fp8dsa top-k %.3f + FlashMLA BF16 %.3f ms", deepgemm_ms,
+                topk_timing.median_ms, flashmla_ms);
+  row.kernel = kernel;
+  row.ms = deepgemm_ms + topk_timing.median_ms + flashmla_ms;
+  row.tflops = flops / (row.ms * 1e-3) / 1e12;
+  if (std::isfinite(ctx.results->row(ours_at).ms)) ctx.results->row(ours_at).vs_anchor = row.ms / ctx.results->row(ours_at).ms;
+  ctx.results->add(row);
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -112,8 +205,12 @@ Status run_pipeline_bench(const BenchContext& ctx) {
       p.attention.kv = in.kv.get();
       return prefill(p);
     };
+    const size_t at = ctx.results->rows().size();
     FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
                                            [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; }));
+    if (!fused && !ctx.deepgemm.empty() && !ctx.flashmla.empty() && at < ctx.results->rows().size()) {
+      FP8DSA_RETURN_IF_ERROR(bench_anchor_stages(ctx, inputs[0], base, bounds, at, flops));
+    }
   }
   return Status::ok();
 }

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "anchor_process.h"
 
 namespace fp8dsa::bench {
 namespace {
@@ -29,23 +30,6 @@ Status read_prefix(const std::string& dir, const char* name, size_t count, bool 
   if (!f) return invalid_argument("cannot read " + path);
   return Status::ok();
 }
-
-// Runs `cmd`, returns its stdout and exit status.
-std::string run_command(const std::string& cmd, int* rc) {
-  std::string output;
-  std::FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    *rc = -1;
-    return output;
-  }
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output.append(buf, n);
-  *rc = pclose(pipe);
-  return output;
-}
-
-std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
 }  // namespace
 
@@ -83,12 +67,12 @@ Status read_deepgemm_case(const std::string& dir, int64_t num_tokens, int64_t nu
 
 Status dump_deepgemm_case(const std::string& exe, const std::string& dir, int64_t num_tokens, int64_t num_keys,
                           int num_heads, DeepgemmCase* out) {
-  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
+  FP8DSA_RETURN_IF_ERROR(make_directory(dir));
   const std::string cmd = "'" + exe + "' --dump '" + dir + "' --T " + std::to_string(num_tokens) + " --N " +
                           std::to_string(num_keys) + " --H " + std::to_string(num_heads) + " 2>&1";
   int rc = 0;
   const std::string output = run_command(cmd, &rc);
-  if (rc != 0) return invalid_argument("the DeepGEMM anchor failed (" + cmd + "): " + tail(output, 400));
+  if (rc != 0) return invalid_argument("the DeepGEMM anchor failed (" + cmd + "): " + output_tail(output, 400));
   return read_deepgemm_case(dir, num_tokens, num_keys, num_heads, out);
 }
 
@@ -132,11 +116,11 @@ Status time_deepgemm_case(const std::string& exe, int64_t num_tokens, int64_t nu
                           std::to_string(num_tokens) + " --no-check --iters " + std::to_string(iters) + " 2>&1";
   int rc = 0;
   const std::string output = run_command(cmd, &rc);
-  if (rc != 0) return invalid_argument("the DeepGEMM anchor failed (" + cmd + "): " + tail(output, 400));
+  if (rc != 0) return invalid_argument("the DeepGEMM anchor failed (" + cmd + "): " + output_tail(output, 400));
   if (!parse_deepgemm_mqa_ms(output, num_heads, num_keys, num_tokens, ms)) {
     return invalid_argument("no mqa_ms for H=" + std::to_string(num_heads) + " N=" + std::to_string(num_keys) +
                             " T=" + std::to_string(num_tokens) + " in the DeepGEMM anchor's output: " +
-                            tail(output, 600));
+                            output_tail(output, 600));
   }
   return Status::ok();
 }

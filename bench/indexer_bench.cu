@@ -91,15 +91,17 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
     ctx.results->add(row);
     return Status::ok();
   }
-  tools::DeviceBytes ks, ke;
-  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ks, &ks));
-  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ke, &ke));
-  int64_t valid_pairs = 0;
+  // The dump's bounds (causal, as ours) in the form causal_indexer_shape takes.
+  tools::CausalBounds bounds;
+  bounds.num_tokens = kTokens;
+  bounds.num_keys = num_keys;
   for (int64_t t = 0; t < kTokens; ++t) {
     const int64_t lo = std::clamp<int64_t>(c.ks[static_cast<size_t>(t)], 0, num_keys);
     const int64_t hi = std::clamp<int64_t>(c.ke[static_cast<size_t>(t)], 0, num_keys);
-    valid_pairs += std::max<int64_t>(hi - lo, 0);
+    bounds.valid_pairs += std::max<int64_t>(hi - lo, 0);
   }
+  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ks, &bounds.ks));
+  FP8DSA_RETURN_IF_ERROR(tools::upload(c.ke, &bounds.ke));
   // The same inputs in as many copies as the rotation needs to miss in L2.
   const size_t bytes = c.q.size() + c.k.size() + 4 * (c.w.size() + c.k_scale.size());
   std::vector<IndexerInputs> sets(static_cast<size_t>(tools::rotation_sets(bytes, ctx.l2_bytes)));
@@ -113,15 +115,8 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
   tools::DeviceBuffer<float> logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * static_cast<size_t>(num_keys)));
 
-  IndexerParams base;
-  base.num_tokens = kTokens;
-  base.num_keys = num_keys;
-  base.num_heads = num_heads;
-  base.head_dim = kDeepgemmHeadDim;
-  base.ks = ks.as<int32_t>();
-  base.ke = ke.as<int32_t>();
+  IndexerParams base = causal_indexer_shape(ctx, kTokens, num_keys, num_heads, kDeepgemmHeadDim, bounds);
   base.logits = logits.get();
-  base.stream = ctx.stream;
   IndexerParams filled = base;
   filled.fill_masked = true;
   row.kernel = indexer_kernel_name(indexer_route(base));
@@ -138,8 +133,8 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
   const Status timed = time_deepgemm_case(ctx.deepgemm, kTokens, num_keys, num_heads, std::max(ctx.timing.reps, 10),
                                           &anchor_ms);
   const auto derive = [&](double seconds, ResultRow& r) {
-    r.tflops = 2.0 * num_heads * kDeepgemmHeadDim * static_cast<double>(valid_pairs) / seconds / 1e12;
-    r.gbps = (static_cast<double>(bytes) + 4.0 * static_cast<double>(valid_pairs)) / seconds / 1e9;
+    r.tflops = 2.0 * num_heads * kDeepgemmHeadDim * static_cast<double>(bounds.valid_pairs) / seconds / 1e12;
+    r.gbps = (static_cast<double>(bytes) + 4.0 * static_cast<double>(bounds.valid_pairs)) / seconds / 1e9;
   };
   const int count = static_cast<int>(sets.size());
   for (const bool fill : {false, true}) {

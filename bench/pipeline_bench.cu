@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "tools/device_random.h"
-#include "fp8dsa/fp8.h"
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/pipeline.h"
 #include "fp8dsa/topk.h"
@@ -34,13 +33,6 @@ constexpr int kDimV = 512;
 struct PrefillInputs {
   tools::DeviceBytes index_q, index_w, index_k, index_k_scale, q, kv;
 };
-
-// e4m3 bytes as bf16 values (exact: every e4m3 value is a bf16 value).
-std::vector<uint16_t> bf16_of_e4m3(const std::vector<uint8_t>& e4m3) {
-  std::vector<uint16_t> out(e4m3.size());
-  for (size_t i = 0; i < e4m3.size(); ++i) out[i] = float_to_bf16(e4m3_to_float(e4m3[i]));
-  return out;
-}
 
 // The anchors' chain on the inputs `in`: DeepGEMM's time for its scorer on this case (its own
 // inputs of the shape: the scorer's time does not depend on the values), our top-k timed on our

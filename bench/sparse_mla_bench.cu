@@ -27,7 +27,6 @@
 #include "tools/metrics.h"
 #include "tools/sampled_mla_reference.h"
 #include "tools/device_random.h"
-#include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "op_benches.h"
 #include "tools/mla_workload.h"
@@ -71,11 +70,8 @@ std::vector<T> first_heads(const MlaInputs& in, int h, F convert) {
 // FlashMLA's `io` mode on the first h heads of the inputs (every e4m3 value is exact in bf16).
 Status run_flashmla(const BenchContext& ctx, const MlaInputs& in, int h, double* ms, std::vector<uint16_t>* out,
                     std::vector<float>* lse, std::vector<float>* max_logits) {
-  uint16_t to_bf16[256];
-  for (int b = 0; b < 256; ++b) to_bf16[b] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
-  const std::vector<uint16_t> q = first_heads<uint16_t>(in, h, [&](uint8_t b) { return to_bf16[b]; });
-  std::vector<uint16_t> kv(in.host.kv.size());
-  for (size_t i = 0; i < kv.size(); ++i) kv[i] = to_bf16[in.host.kv[i]];
+  const std::vector<uint16_t> q = first_heads<uint16_t>(in, h, [](uint8_t b) { return bf16_of_e4m3(b); });
+  const std::vector<uint16_t> kv = bf16_of_e4m3(in.host.kv);
   const FlashMlaInputs anchor_in{kMlaTokens, in.host.spec.num_kv, h, kMlaTopk, in.host.spec.sm_scale, &q, &kv,
                                  &in.host.indices};
   return run_flashmla_io(ctx, anchor_in, ms, out, lse, max_logits);

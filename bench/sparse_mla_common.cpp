@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include "anchor_process.h"
 
 
 namespace fp8dsa::bench {
@@ -34,6 +36,12 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
   return tools::make_mla_workload(spec);
 }
 
+std::vector<uint16_t> bf16_of_e4m3(const std::vector<uint8_t>& e4m3) {
+  std::vector<uint16_t> out(e4m3.size());
+  for (size_t i = 0; i < e4m3.size(); ++i) out[i] = bf16_of_e4m3(e4m3[i]);
+  return out;
+}
+
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c) {
   std::printf("  accuracy %-14s %s: rel L2 %.2e  cos %.6f  lse err %.2e  max_logits err %.2e  worst err/limit %.2f%s\n",
               who, shape.c_str(), c.rel_l2, c.cosine, c.max_lse_error, c.max_max_logits_error, c.worst_bound_ratio,
@@ -55,7 +63,7 @@ Status run_anchor_io(const BenchContext& ctx, const std::string& exe, const std:
                      float sm_scale, double* ms, std::vector<uint16_t>* out, std::vector<float>* lse,
                      std::vector<float>* max_logits) {
   const std::string dir = ctx.anchor_dir + "/" + prefix + "_io";
-  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return invalid_argument("cannot create " + dir);
+  FP8DSA_RETURN_IF_ERROR(make_directory(dir));
   for (const AnchorFile& f : inputs) {
     std::ofstream file(dir + "/" + f.name, std::ios::binary);
     file.write(static_cast<const char*>(f.data), static_cast<std::streamsize>(f.bytes));
@@ -68,15 +76,16 @@ Status run_anchor_io(const BenchContext& ctx, const std::string& exe, const std:
                 "'%s' io --dir '%s' --T %lld --N %lld --h %d --topk %d --sm_scale %.9g --iters %d --no-check",
                 exe.c_str(), dir.c_str(), static_cast<long long>(num_tokens), static_cast<long long>(num_kv),
                 num_heads, topk, static_cast<double>(sm_scale), std::max(ctx.timing.reps, 5));
-  std::FILE* pipe = popen(cmd, "r");
-  if (pipe == nullptr) return invalid_argument(std::string("cannot run ") + cmd);
+  int rc = 0;
+  const std::string output = run_command(cmd, &rc);
+  if (rc == -1) return invalid_argument(std::string("cannot run ") + cmd);
   *ms = NAN;
-  char line[512];
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
     double v = 0.0;
-    if (std::sscanf(line, "kernel_ms_median %lf", &v) == 1) *ms = v;
+    if (std::sscanf(line.c_str(), "kernel_ms_median %lf", &v) == 1) *ms = v;
   }
-  const int rc = pclose(pipe);
   if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the anchor failed: ") + cmd);
   const size_t rows = static_cast<size_t>(num_tokens) * num_heads;
   out->resize(rows * 512);

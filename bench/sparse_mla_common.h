@@ -5,12 +5,14 @@
 // line.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
+#include "fp8dsa/fp8.h"
 #include "fp8dsa/sparse_mla.h"
 #include "fp8dsa/status.h"
 #include "op_benches.h"
@@ -34,6 +36,18 @@ inline constexpr int64_t kMlaCheckEvery = 64;
 tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
                                        tools::MlaValues values = tools::MlaValues::kRealistic,
                                        bool unrounded = false);
+
+// An e4m3 byte as the bf16 value FlashMLA takes (exact: every e4m3 value is a bf16 value), from a
+// table built once, and a whole array of them.
+inline uint16_t bf16_of_e4m3(uint8_t bits) {
+  static const std::array<uint16_t, 256> kTable = [] {
+    std::array<uint16_t, 256> t{};
+    for (int b = 0; b < 256; ++b) t[static_cast<size_t>(b)] = float_to_bf16(e4m3_to_float(static_cast<uint8_t>(b)));
+    return t;
+  }();
+  return kTable[bits];
+}
+std::vector<uint16_t> bf16_of_e4m3(const std::vector<uint8_t>& e4m3);
 
 struct FlashMlaInputs {
   int64_t num_tokens, num_kv;

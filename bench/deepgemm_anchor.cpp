@@ -43,15 +43,23 @@ Status read_deepgemm_case(const std::string& dir, int64_t num_tokens, int64_t nu
   const auto T = static_cast<size_t>(num_tokens), N = static_cast<size_t>(num_keys);
   const auto H = static_cast<size_t>(num_heads), D = static_cast<size_t>(kDeepgemmHeadDim);
   {
-    std::ifstream f(dir + "/stride.txt");
-    if (!f) return invalid_argument("the DeepGEMM dump has no " + dir + "/stride.txt");
-    std::string line;
-    while (std::getline(f, line)) {
-      long long s = 0;
-      if (std::sscanf(line.c_str(), "stride %lld", &s) == 1) c.stride = s;
+    // The row stride: stride.txt holds it alone or as a line "stride S"; meta.txt has the line too.
+    std::string seen;
+    for (const char* name : {"/stride.txt", "/meta.txt"}) {
+      std::ifstream f(dir + name);
+      std::string line;
+      while (c.stride == 0 && std::getline(f, line)) {
+        long long s = 0;
+        char rest = 0;
+        if (std::sscanf(line.c_str(), "stride %lld", &s) == 1 || std::sscanf(line.c_str(), " %lld %c", &s, &rest) == 1)
+          c.stride = s;
+        if (seen.size() < 160) seen += line.substr(0, 80) + " | ";
+      }
+      if (c.stride != 0) break;
     }
     if (c.stride < num_keys) {
-      return invalid_argument(dir + "/stride.txt names no row stride >= N = " + std::to_string(num_keys));
+      return invalid_argument(dir + "/stride.txt (or meta.txt) names no row stride >= N = " + std::to_string(num_keys) +
+                              " (read: " + (seen.empty() ? std::string("nothing") : seen) + ")");
     }
   }
   FP8DSA_RETURN_IF_ERROR(read_prefix(dir, "q.e4m3", T * H * D, true, &c.q));

@@ -28,8 +28,8 @@ struct DeepgemmCase {
 constexpr int kDeepgemmHeadDim = 128;
 
 // Reads a dump of (T, N, H) from `dir`: every file must hold at least its shape's bytes (k_scale may
-// be padded: its first N values are taken), logits.f32 exactly T * stride floats, stride.txt a line
-// "stride S" with S >= N.
+// be padded: its first N values are taken), logits.f32 exactly T * stride floats, and a row stride S >= N: stride.txt
+// holding S alone or a line "stride S", or else meta.txt's line "stride S".
 Status read_deepgemm_case(const std::string& dir, int64_t num_tokens, int64_t num_keys, int num_heads,
                           DeepgemmCase* out);
 

@@ -99,6 +99,18 @@ TEST_F(DeepgemmDumpFiles, ReadsEveryTensorOfTheCase) {
   EXPECT_FLOAT_EQ(c.logits[17], -3.0f);
 }
 
+TEST_F(DeepgemmDumpFiles, ReadsTheStrideAloneOrFromMeta) {
+  write_case();
+  DeepgemmCase c;
+  write_text("stride.txt", "12\n");  // the number alone
+  ASSERT_TRUE(read_deepgemm_case(dir_, 2, 8, 1, &c).is_ok());
+  EXPECT_EQ(c.stride, 12);
+  std::remove((dir_ + "/stride.txt").c_str());  // only meta.txt's line
+  write_text("meta.txt", "T 2\nN 8\nkernel_stride 256\nstride 12\n");
+  ASSERT_TRUE(read_deepgemm_case(dir_, 2, 8, 1, &c).is_ok());
+  EXPECT_EQ(c.stride, 12);
+}
+
 TEST_F(DeepgemmDumpFiles, RefusesWhatDoesNotFitTheCase) {
   write_case();
   DeepgemmCase c;

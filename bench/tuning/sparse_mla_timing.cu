@@ -2,6 +2,8 @@
 // instantiated variant at T = 4096, topk = 2048 on the realistic inputs of tools/mla_workload.h (score
 // std 3) with CUDA events (median of reps), beside a cuBLASLt FP8 GEMM of 8192^3 from the same run.
 //   fp8dsa_sparse_mla_timing [reps=20] [N=32768]     the table
+//   fp8dsa_sparse_mla_timing tail [reps=20]         the 64-head kernel's last wave: never split, the
+//                                                    planner's choice and forced parts, over T
 //   fp8dsa_sparse_mla_timing profile H [chains] [transposed|padded]
 //                                                    one launch at N = 32768 (for ncu), nothing else
 #include <algorithm>
@@ -38,8 +40,11 @@ double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tu
 
 int main(int argc, char** argv) {
   const bool profile = argc > 1 && std::strcmp(argv[1], "profile") == 0;
-  const int reps = !profile && argc > 1 ? std::max(5, std::atoi(argv[1])) : 20;
-  const int64_t n = !profile && argc > 2 ? std::atoll(argv[2]) : 32768;
+  const bool tail = argc > 1 && std::strcmp(argv[1], "tail") == 0;
+  const int reps = tail ? (argc > 2 ? std::max(5, std::atoi(argv[2])) : 20)
+                   : !profile && argc > 1 ? std::max(5, std::atoi(argv[1]))
+                                          : 20;
+  const int64_t n = !profile && !tail && argc > 2 ? std::atoll(argv[2]) : 32768;
   const int64_t T = 4096;
   const int topk = 2048, max_h = 128, d_qk = 576, d_v = 512;
 
@@ -87,6 +92,27 @@ int main(int argc, char** argv) {
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::printf("profile launch h=%d qk_chains=%d: %s\n", h, tuning.qk_chains, st.to_string().c_str());
     return st.is_ok() ? 0 : 1;
+  }
+
+  if (tail) {
+    // The same inputs, the first T tokens.
+    std::printf("%4s %6s %-12s %9s %9s\n", "h", "T", "tail_parts", "ms", "x_whole");
+    for (int h : {128, 64}) {
+      for (int64_t tokens : {int64_t{4096}, int64_t{4000}, int64_t{1000}, int64_t{140}, int64_t{16}, int64_t{1}}) {
+        fp8dsa::SparseMlaParams p = params_for(h);
+        p.num_tokens = tokens;
+        double whole = 0.0;
+        for (int parts : {1, 0, 2, 4, 8, 16}) {
+          Fp8Tuning tuning;
+          tuning.tail_parts = parts;
+          const double ms = median_ms(p, reps, tuning);
+          if (parts == 1) whole = ms;
+          std::printf("%4d %6lld %-12s %9.4f %9.3f\n", h, static_cast<long long>(tokens),
+                      parts == 0 ? "auto" : std::to_string(parts).c_str(), ms, ms > 0 ? whole / ms : 0.0);
+        }
+      }
+    }
+    return 0;
   }
 
   fp8dsa::bench::GemmYardstick gemm;

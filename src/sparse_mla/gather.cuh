@@ -13,9 +13,18 @@
 
 namespace fp8dsa::detail::sparse_mla {
 
+// The first position of this CTA's part of its token's list (KernelArgs::part_keys).
+__device__ __forceinline__ int part_begin(const KernelArgs& p) { return static_cast<int>(blockIdx.y) * p.part_keys; }
+
+// The CTA's part of the token's index list: positions from part_begin(p) on.
+__device__ __forceinline__ const int32_t* token_indices(const KernelArgs& p, int64_t token) {
+  return p.indices + token * p.indices_stride + part_begin(p);
+}
+
+// The positions of the CTA's part that are in the token's list (topk_length clamped to [0, topk]).
 __device__ __forceinline__ int token_length(const KernelArgs& p, int64_t token) {
-  if (p.topk_length == nullptr) return p.topk;
-  return min(max(p.topk_length[token], 0), p.topk);
+  const int length = p.topk_length == nullptr ? p.topk : min(max(p.topk_length[token], 0), p.topk);
+  return min(max(length - part_begin(p), 0), p.part_keys);
 }
 
 __device__ __forceinline__ int tile_count(int length) {
@@ -94,7 +103,7 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 
-  const int32_t* indices = p.indices + token * p.indices_stride;
+  const int32_t* indices = token_indices(p, token);
   constexpr int kPasses = kKeys / kGatherRowsPerPass;
   const auto load_indices = [&](int tile, int32_t (&idx)[kPasses]) {
 #pragma unroll

@@ -26,6 +26,13 @@ struct KernelArgs {
   float* max_logits;  // [T, h] packed; optional
   int num_heads;
   int head_blocks;  // CTAs per token: ceil(num_heads / 64) for the 64-head kernel, 1 otherwise
+  // The keys of a token split into parts (the 64-head kernel's last wave, tail_split.h): CTA
+  // (x, y) runs positions [y * part_keys, (y + 1) * part_keys) of its token's list and writes part
+  // y's results at y * out_part_stride / y * lse_part_stride elements from out / lse / max_logits.
+  // Unsplit: part_keys = topk, gridDim.y = 1, both strides 0. Only the 64-head (seesaw) kernel is
+  // launched split; the others read part_keys for their lengths and always run part 0.
+  int part_keys;
+  int64_t out_part_stride, lse_part_stride;
 };
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -2,13 +2,17 @@
 // the 64-head kernel (one CTA per token and 64-head block: h = 128 gives two CTAs per token that
 // share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
 // transposed small-head kernel (one CTA per token). DeepSeek-V3.2's 656-byte rows go to their own
-// 64-head kernel (v32_kernel.cuh) for every h.
+// 64-head kernel (v32_kernel.cuh) for every h. The 64-head kernel's last wave of CTAs is balanced by
+// splitting its tokens' keys (tail_split.h).
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "core/cuda_check.h"
+#include "fp8dsa/lse_merge.h"
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
+#include "sparse_mla/tail_split.h"
 
 namespace fp8dsa::detail::sparse_mla {
 
@@ -28,6 +32,75 @@ Status qk_chains_not_instantiated(int qk_chains) {
   for (int c : kSeesawQkChainChoices) choices += (choices.empty() ? "" : ", ") + std::to_string(c);
   return invalid_argument("sparse_mla fp8: qk_chains " + std::to_string(qk_chains) + " is not instantiated (" +
                           choices + ")");
+}
+
+// The 64-head kernel with its last wave balanced (tail_split.h): the tokens of the full waves whole,
+// then the last wave's tokens in key parts into a stream-ordered workspace, merged by lse_merge
+// (which applies the sink) into the outputs. Where the workspace cannot be had, the tail runs whole.
+Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int64_t num_tokens,
+                              cudaStream_t stream) {
+  const TailSplit plan = plan_tail_split(num_tokens, k.head_blocks, k.topk, device_sm_count(), tuning.tail_parts);
+  const auto whole_tokens = [&](int64_t first, int64_t count) {
+    if (count == 0) return Status::ok();
+    KernelArgs w = k;
+    w.q += first * k.q_token_stride;
+    w.indices += first * k.indices_stride;
+    if (w.topk_length != nullptr) w.topk_length += first;
+    w.out += first * k.out_token_stride;
+    w.lse += first * k.num_heads;
+    if (w.max_logits != nullptr) w.max_logits += first * k.num_heads;
+    return launch_seesaw(tuning.qk_chains, w, dim3(static_cast<unsigned>(count * k.head_blocks)), stream);
+  };
+  if (plan.parts == 1) return whole_tokens(0, num_tokens);
+  FP8DSA_RETURN_IF_ERROR(whole_tokens(0, plan.main_tokens));
+  const int64_t first = plan.main_tokens, tail = num_tokens - first;
+  const int64_t rows = tail * k.num_heads;  // (token, head) rows of one part
+  const size_t out_bytes = static_cast<size_t>(plan.parts * rows * MlaShape::kDv) * 2;
+  const size_t row_bytes = static_cast<size_t>(plan.parts * rows) * sizeof(float);
+  void* workspace = nullptr;
+  if (cudaMallocAsync(&workspace, out_bytes + 2 * row_bytes, stream) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it and run the tail whole
+    return whole_tokens(first, tail);
+  }
+  auto* out_parts = static_cast<__nv_bfloat16*>(workspace);
+  auto* lse_parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + out_bytes);
+  float* max_parts = lse_parts + plan.parts * rows;
+  KernelArgs t = k;
+  t.q += first * k.q_token_stride;
+  t.indices += first * k.indices_stride;
+  if (t.topk_length != nullptr) t.topk_length += first;
+  t.attn_sink = nullptr;  // the merge applies it
+  t.out = out_parts;
+  t.out_head_stride = MlaShape::kDv;
+  t.out_token_stride = int64_t{k.num_heads} * MlaShape::kDv;
+  t.lse = lse_parts;
+  t.max_logits = k.max_logits != nullptr ? max_parts : nullptr;
+  t.part_keys = plan.part_keys;
+  t.out_part_stride = rows * MlaShape::kDv;
+  t.lse_part_stride = rows;
+  Status s = launch_seesaw(tuning.qk_chains, t,
+                           dim3(static_cast<unsigned>(tail * k.head_blocks), static_cast<unsigned>(plan.parts)), stream);
+  if (s.is_ok()) {
+    LseMergeParams m;
+    m.num_tokens = tail;
+    m.num_heads = k.num_heads;
+    m.d_v = MlaShape::kDv;
+    m.num_parts = plan.parts;
+    m.out_parts = out_parts;
+    m.lse_parts = lse_parts;
+    m.max_logits_parts = t.max_logits;
+    m.attn_sink = k.attn_sink;
+    m.out = k.out + first * k.out_token_stride;
+    m.out_token_stride = k.out_token_stride;
+    m.out_head_stride = k.out_head_stride;
+    m.lse = k.lse + first * k.num_heads;
+    m.max_logits = k.max_logits != nullptr ? k.max_logits + first * k.num_heads : nullptr;
+    m.stream = stream;
+    s = lse_merge(m);
+  }
+  const cudaError_t freed = cudaFreeAsync(workspace, stream);
+  FP8DSA_RETURN_IF_ERROR(s);
+  return freed == cudaSuccess ? Status::ok() : cuda_status(freed, "sparse_mla fp8: cudaFreeAsync of the tail workspace");
 }
 
 }  // namespace
@@ -83,6 +156,9 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   k.max_logits = r.max_logits;
   k.num_heads = r.num_heads;
   k.head_blocks = static_cast<int>(head_blocks);
+  k.part_keys = r.topk;
+  k.out_part_stride = 0;
+  k.lse_part_stride = 0;
   if (!(k.score_scale_log2 > 0.0f) || !std::isfinite(k.score_scale_log2)) {
     return invalid_argument("sparse_mla fp8: q_scale * kv_scale * sm_scale must be a finite positive f32");
   }
@@ -91,7 +167,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   if (transposed) {
     return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
   }
-  return launch_seesaw(tuning.qk_chains, k, grid, r.stream);
+  return launch_seesaw_balanced(tuning, k, r.num_tokens, r.stream);
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

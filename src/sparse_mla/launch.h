@@ -49,6 +49,9 @@ struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;  // of the seesaw kernel (576-byte rows, h a multiple of 64 or 32)
   SmallHeads small_heads = SmallHeads::kDefault;
   int v32_q_terms = kDefaultV32QTerms;
+  // The 64-head kernel's last wave (tail_split.h): 0 as its cost model says, 1 never split, P > 1
+  // split in P key parts.
+  int tail_parts = 0;
 };
 
 // True where an FP8 tensor-core kernel exists for these (validated) params: d_qk 576, d_v 512,
@@ -59,8 +62,9 @@ bool fp8_kernel_supports(const SparseMlaParams& params);
 // Launches it on params.stream. Expects validate(params) to have passed.
 Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tuning = {});
 
-// seesaw_heads64.cu: qk_chains one of kSeesawQkChainChoices.
-Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
+// seesaw_heads64.cu: qk_chains one of kSeesawQkChainChoices; grid.y > 1 runs the key parts of
+// KernelArgs::part_keys.
+Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStream_t stream);
 // One per instantiation file (small_heads_h*.cu).
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);

@@ -15,7 +15,7 @@ namespace fp8dsa::detail::sparse_mla {
 
 // pool_regs: the registers per thread the kernel's setmaxnreg split needs at entry (config.h).
 inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_bytes, int threads, int pool_regs,
-                                      const std::string& name, const KernelArgs& args, unsigned blocks,
+                                      const std::string& name, const KernelArgs& args, dim3 grid,
                                       cudaStream_t stream) {
   // If ptxas ever gives the kernel fewer registers than the split assumes, a warpgroup's
   // setmaxnreg.inc would wait forever: refuse to launch.
@@ -26,7 +26,7 @@ inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_
                            " registers per thread, too few for its setmaxnreg split (needs " +
                            std::to_string(pool_regs) + ")");
   }
-  return launch_kernel(name.c_str(), kernel, blocks, threads, smem_bytes, stream, args);
+  return launch_kernel(name.c_str(), kernel, grid, threads, smem_bytes, stream, args);
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

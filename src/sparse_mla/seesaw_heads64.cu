@@ -14,24 +14,24 @@ namespace fp8dsa::detail::sparse_mla {
 
 namespace {
 template <int kQkChains>
-Status launch_seesaw_chains(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+Status launch_seesaw_chains(const KernelArgs& args, dim3 grid, cudaStream_t stream) {
   using Plan = SeesawQkPlan<kQkChains>;
   static_assert(QkLeadPlan<Plan::kLead, Plan::kStep>::kChains == kQkChains, "the plan has kQkChains chains");
   return launch_warp_specialised(sparse_mla_seesaw_kernel<Plan::kLead, Plan::kStep>, SeesawConfig::kSmemAlloc,
                                  SeesawConfig::kThreads, SeesawConfig::kEntryRegs,
-                                 "sparse_mla_seesaw_kernel<" + std::to_string(kQkChains) + ">", args, blocks, stream);
+                                 "sparse_mla_seesaw_kernel<" + std::to_string(kQkChains) + ">", args, grid, stream);
 }
-using SeesawLaunch = Status (*)(const KernelArgs&, unsigned, cudaStream_t);
+using SeesawLaunch = Status (*)(const KernelArgs&, dim3, cudaStream_t);
 template <size_t... kChoice>
 constexpr std::array<SeesawLaunch, sizeof...(kChoice)> seesaw_launches(std::index_sequence<kChoice...>) {
   return {&launch_seesaw_chains<kSeesawQkChainChoices[kChoice]>...};
 }
 }  // namespace
 
-Status launch_seesaw(int qk_chains, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
+Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStream_t stream) {
   static constexpr auto kLaunches = seesaw_launches(std::make_index_sequence<std::size(kSeesawQkChainChoices)>{});
   for (size_t i = 0; i < kLaunches.size(); ++i) {
-    if (kSeesawQkChainChoices[i] == qk_chains) return kLaunches[i](args, blocks, stream);
+    if (kSeesawQkChainChoices[i] == qk_chains) return kLaunches[i](args, grid, stream);
   }
   return invalid_argument("sparse_mla fp8: the seesaw kernel has no " + std::to_string(qk_chains) +
                           "-chain QK^T instantiated");

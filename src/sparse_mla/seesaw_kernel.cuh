@@ -130,7 +130,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
   using Plan = QkLeadPlan<kLead, kStep>;
   const int warp = thread / 32, lane = thread % 32;
   const int row_lo = warp * 16 + lane / 4;
-  const int32_t* indices = p.indices + token * p.indices_stride;
+  const int32_t* indices = token_indices(p, token);
   const float scale_log2 = p.score_scale_log2;
   const uint64_t desc_q = hopper::kmajor_descriptor(smem + C::kQOffset, Swizzle::k64B, C::kHeads, 0);
   const auto k_descriptor = [&](int tile) {
@@ -239,7 +239,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     if (lane % 4 == 0) {
       out_scale[row] = rr.out_scale;
       if (m == 0 && head_exists) {
-        const int64_t cell = token * p.num_heads + head0 + row;
+        const int64_t cell = blockIdx.y * p.lse_part_stride + token * p.num_heads + head0 + row;
         p.lse[cell] = rr.lse;
         if (p.max_logits != nullptr) p.max_logits[cell] = rr.max_logit;
       }
@@ -249,7 +249,8 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
 
   // Each (head, 8 d_v columns) the thread holds as one 16-byte store; a warp's store covers 4 heads
   // x 128 contiguous bytes.
-  __nv_bfloat16* out = p.out + token * p.out_token_stride + head0 * p.out_head_stride + value_dv(m, warp, lane);
+  __nv_bfloat16* out = p.out + blockIdx.y * p.out_part_stride + token * p.out_token_stride + head0 * p.out_head_stride +
+                       value_dv(m, warp, lane);
 #pragma unroll
   for (int c = 0; c < 8; ++c)
 #pragma unroll

@@ -68,7 +68,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   const uint32_t vt = smem + SC::kVtOffset + c * SC::kVtTileBytes;
   const uint32_t pt = smem + SC::kPtOffset + c * SC::kPtBytes;
   float* col_max_buf = reinterpret_cast<float*>(smem_ptr + SC::kColMaxOffset) + c * 4 * kH;
-  const int32_t* indices = p.indices + token * p.indices_stride;
+  const int32_t* indices = token_indices(p, token);
   const float scale_log2 = p.score_scale_log2;
   const uint64_t desc_q = hopper::kmajor_descriptor(smem + SC::kQOffset, Swizzle::k64B, kH, 0);
   const uint64_t desc_pt = hopper::kmajor_descriptor(pt, Swizzle::k64B, kH, 0);

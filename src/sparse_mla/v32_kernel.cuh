@@ -130,7 +130,7 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
                                             int64_t token, int head_block, int length, int num_tiles, int thread) {
   const int warp = thread / 32, lane = thread % 32, t = lane % 4;
   const int row_lo = warp * 16 + lane / 4;
-  const int32_t* indices = p.indices + token * p.indices_stride;
+  const int32_t* indices = token_indices(p, token);
   const float scale_log2 = p.score_scale_log2;
   const QDescriptors q{hopper::kmajor_descriptor(smem + C::kQNopeOffset, Swizzle::k64B, C::kHeads, 0),
                        hopper::kmajor_descriptor(smem + C::kQRopeOffset, Swizzle::k64B, C::kHeads, 0)};
@@ -343,7 +343,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
   const int row_in_pass = thread / kGatherThreadsPerRow;
   const int quarter = thread % kGatherThreadsPerRow;
   const uint32_t share = value_share_offset(thread);
-  const int32_t* indices = p.indices + token * p.indices_stride;
+  const int32_t* indices = token_indices(p, token);
 
   const auto load_indices = [&](int32_t (&idx)[2], int tile) {
 #pragma unroll

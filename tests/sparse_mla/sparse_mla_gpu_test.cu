@@ -286,6 +286,7 @@ TEST(SparseMlaFp8, RealisticScoresSmall) {
 
 std::string tuning_label(const detail::sparse_mla::Fp8Tuning& tuning) {
   return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
+         (tuning.tail_parts != 0 ? " tail_parts=" + std::to_string(tuning.tail_parts) : std::string()) +
          (tuning.small_heads == detail::sparse_mla::SmallHeads::kTransposed ? " transposed"
           : tuning.small_heads == detail::sparse_mla::SmallHeads::kPadded   ? " padded"
                                                                      : "");
@@ -338,6 +339,28 @@ TEST(SparseMlaFp8, LargeH16) {
   MlaCase c{65536, 2048, 16, 4096, true, true};
   c.score_std = 3.0;
   run_large(c, 170020, 16);
+}
+
+// The 64-head kernel's last wave in key parts merged by lse (tail_split.h): never split, the
+// planner's choice, and forced splits into 2, 3 (the last part short), 4 and 16 parts, on ragged
+// lengths (parts with no valid key) and sinks, at h = 128 and 64 with T = 140 (a last wave of 16 and
+// 8 CTAs on 132 SMs), every other token against the f64 reference; the same rules as the large
+// cases (every output written, bitwise reruns).
+TEST(SparseMlaFp8, TailSplitParts) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  std::vector<detail::sparse_mla::Fp8Tuning> tunings;
+  for (int parts : {1, 0, 2, 3, 4, 16}) {
+    detail::sparse_mla::Fp8Tuning t;
+    t.tail_parts = parts;
+    tunings.push_back(t);
+  }
+  for (int h : {128, 64}) {
+    MlaCase c{8192, 2048, h, 140, true, true};
+    c.score_std = 3.0;
+    run_large(c, 171000 + h, 2, tunings);
+    MlaCase u{3000, 640, h, 140, true, true};  // uniform data, 640 positions: parts of 128 / 256 / 384
+    run_large(u, 171500 + h, 2, tunings);
+  }
 }
 
 // Both h < 64 paths on one problem each: the transposed kernel (h = 8, 16) and the 64-head kernel

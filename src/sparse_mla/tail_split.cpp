@@ -24,7 +24,7 @@ TailSplit plan_tail_split(int64_t num_tokens, int head_blocks, int topk, int num
   if (num_tokens <= 0 || head_blocks <= 0 || num_sms <= 0 || topk <= kPartGranule || forced_parts == 1) return whole;
   const int64_t ctas = num_tokens * head_blocks;
   const int64_t last_wave = ctas % num_sms;
-  if (last_wave == 0 && forced_parts == 0) return whole;
+  if (forced_parts == 0 && (last_wave == 0 || ctas / num_sms > kMaxWholeWavesBeforeTail)) return whole;
   // The last wave's CTAs, rounded up to whole tokens (a forced split with no last wave splits the
   // last token).
   const int64_t tail_tokens = std::min(num_tokens, std::max<int64_t>(1, ceil_div(last_wave, head_blocks)));

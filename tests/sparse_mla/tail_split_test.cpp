@@ -31,19 +31,32 @@ TEST(TailSplit, FullWavesRunWhole) {
   }
 }
 
-TEST(TailSplit, TheLastWaveOfTheBenchmarkShapesSplits) {
-  // h = 64, T = 4096: 4096 = 31 * 132 + 4, so the 4 tokens of the last wave split.
-  TailSplit s = plan_tail_split(4096, 1, 2048, kSms);
+TEST(TailSplit, AFewWavesSplitTheirLast) {
+  // h = 128, T = 140: 280 CTAs = 2 * 132 + 16: the last 8 tokens in 8 parts (128 CTAs, one wave).
+  TailSplit s = plan_tail_split(140, 2, 2048, kSms);
+  EXPECT_EQ(s.main_tokens, 132);
+  EXPECT_EQ(s.parts, 8);
+  EXPECT_EQ(s.part_keys, 256);
+  // h = 64, T = 140: 140 = 132 + 8: 8 tokens in 16 parts of one pair of tiles.
+  s = plan_tail_split(140, 1, 2048, kSms);
+  EXPECT_EQ(s.main_tokens, 132);
+  EXPECT_EQ(s.parts, 16);
+  EXPECT_EQ(s.part_keys, 128);
+}
+
+TEST(TailSplit, ManyWavesRunWhole) {
+  // T = 4096 (31 or 62 full waves at h = 64 / 128): measured slower split, whatever the parts.
+  for (int head_blocks : {1, 2}) {
+    const TailSplit s = plan_tail_split(4096, head_blocks, 2048, kSms);
+    EXPECT_EQ(s.parts, 1) << head_blocks;
+    EXPECT_EQ(s.main_tokens, 4096);
+  }
+  // Three full waves and a small last one.
+  EXPECT_EQ(plan_tail_split(int64_t{kSms} * 3 + 4, 1, 2048, kSms).parts, 1);
+  // Forced, it still splits.
+  const TailSplit s = plan_tail_split(4096, 1, 2048, kSms, 8);
   EXPECT_EQ(s.main_tokens, 4092);
-  EXPECT_GT(s.parts, 1);
-  EXPECT_LE(4 * s.parts, kSms);  // the parts fit one wave
-  expect_covers(s, 2048);
-  // h = 128: 8192 CTAs = 62 * 132 + 8: 4 tokens of two head blocks.
-  s = plan_tail_split(4096, 2, 2048, kSms);
-  EXPECT_EQ(s.main_tokens, 4092);
-  EXPECT_GT(s.parts, 1);
-  EXPECT_LE(8 * s.parts, kSms);
-  expect_covers(s, 2048);
+  EXPECT_EQ(s.parts, 8);
 }
 
 TEST(TailSplit, FewTokensSplitIntoMoreParts) {
@@ -61,9 +74,9 @@ TEST(TailSplit, FewTokensSplitIntoMoreParts) {
 
 TEST(TailSplit, ANearlyFullLastWaveRunsWhole) {
   // 131 of 132 CTAs in the last wave: splitting would double the waves.
-  const TailSplit s = plan_tail_split(int64_t{kSms} * 10 + 131, 1, 2048, kSms);
+  const TailSplit s = plan_tail_split(int64_t{kSms} + 131, 1, 2048, kSms);
   EXPECT_EQ(s.parts, 1);
-  EXPECT_EQ(s.main_tokens, int64_t{kSms} * 10 + 131);
+  EXPECT_EQ(s.main_tokens, int64_t{kSms} + 131);
 }
 
 TEST(TailSplit, ShortListsAndDegenerateArgumentsRunWhole) {

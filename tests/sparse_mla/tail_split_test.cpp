@@ -22,6 +22,13 @@ void expect_covers(const TailSplit& s, int topk) {
   EXPECT_LT(int64_t{s.parts - 1} * s.part_keys, topk);  // no part is empty of positions
 }
 
+// The plan is (main_tokens, parts, part_keys).
+void expect_plan(const TailSplit& s, int64_t main_tokens, int parts, int part_keys) {
+  EXPECT_EQ(s.main_tokens, main_tokens);
+  EXPECT_EQ(s.parts, parts);
+  EXPECT_EQ(s.part_keys, part_keys);
+}
+
 TEST(TailSplit, FullWavesRunWhole) {
   for (int head_blocks : {1, 2}) {
     const TailSplit s = plan_tail_split(int64_t{kSms} * 31 / head_blocks, head_blocks, 2048, kSms);
@@ -33,15 +40,9 @@ TEST(TailSplit, FullWavesRunWhole) {
 
 TEST(TailSplit, AFewWavesSplitTheirLast) {
   // h = 128, T = 140: 280 CTAs = 2 * 132 + 16: the last 8 tokens in 8 parts (128 CTAs, one wave).
-  TailSplit s = plan_tail_split(140, 2, 2048, kSms);
-  EXPECT_EQ(s.main_tokens, 132);
-  EXPECT_EQ(s.parts, 8);
-  EXPECT_EQ(s.part_keys, 256);
+  expect_plan(plan_tail_split(140, 2, 2048, kSms), 132, 8, 256);
   // h = 64, T = 140: 140 = 132 + 8: 8 tokens in 16 parts of one pair of tiles.
-  s = plan_tail_split(140, 1, 2048, kSms);
-  EXPECT_EQ(s.main_tokens, 132);
-  EXPECT_EQ(s.parts, 16);
-  EXPECT_EQ(s.part_keys, 128);
+  expect_plan(plan_tail_split(140, 1, 2048, kSms), 132, 16, 128);
 }
 
 TEST(TailSplit, ManyWavesRunWhole) {
@@ -61,15 +62,9 @@ TEST(TailSplit, ManyWavesRunWhole) {
 
 TEST(TailSplit, FewTokensSplitIntoMoreParts) {
   // One token of h = 128 (2 CTAs on 132 SMs): the most parts, one pair of tiles each.
-  TailSplit s = plan_tail_split(1, 2, 2048, kSms);
-  EXPECT_EQ(s.main_tokens, 0);
-  EXPECT_EQ(s.parts, kMaxTailParts);
-  EXPECT_EQ(s.part_keys, 128);
+  expect_plan(plan_tail_split(1, 2, 2048, kSms), 0, kMaxTailParts, 128);
   // 62 tokens at h = 64: two parts still fit one wave, four would take two.
-  s = plan_tail_split(62, 1, 2048, kSms);
-  EXPECT_EQ(s.main_tokens, 0);
-  EXPECT_EQ(s.parts, 2);
-  EXPECT_EQ(s.part_keys, 1024);
+  expect_plan(plan_tail_split(62, 1, 2048, kSms), 0, 2, 1024);
 }
 
 TEST(TailSplit, ANearlyFullLastWaveRunsWhole) {
@@ -93,10 +88,7 @@ TEST(TailSplit, ForcedPartsAndUnevenLists) {
   EXPECT_EQ(s.part_keys, 128);
   expect_covers(s, 192);
   // A forced split with no last wave splits the last token.
-  s = plan_tail_split(kSms, 1, 2048, kSms, 8);
-  EXPECT_EQ(s.main_tokens, kSms - 1);
-  EXPECT_EQ(s.parts, 8);
-  EXPECT_EQ(s.part_keys, 256);
+  expect_plan(plan_tail_split(kSms, 1, 2048, kSms, 8), kSms - 1, 8, 256);
   // 640 positions in about 4 parts: 256-position parts, three of them.
   s = plan_tail_split(7, 1, 640, kSms, 4);
   EXPECT_EQ(s.part_keys, 256);

@@ -9,6 +9,8 @@
 // measures that yardstick in the same run.
 //
 //   fp8dsa_indexer_timing [quick]
+//   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone and the two through
+//                                  indexer_logits, T = 4096 causal, H = 64, N = 32K / 64K / 128K
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -182,12 +184,35 @@ void router_grid(const Buffers& b, bool quick) {
   }
 }
 
+// Where the fill's time goes: fill_masked_cells alone (its bytes: the cells outside [ks, ke)), the
+// scorer alone, and indexer_logits with fill_masked (the fill, then the scorer).
+void fill_rows(const Buffers& b) {
+  std::printf("== masked fill: T=4096 causal, H=64 ==\n");
+  std::printf("%7s %10s %8s %10s %10s %10s\n", "N", "fill_us", "GB/s", "scorer_us", "both_us", "both-scorer");
+  for (int64_t N : {32768, 65536, 131072}) {
+    bool causal = false;
+    const double pairs = set_bounds(b, 4096, N, &causal);
+    IndexerParams p = params_for(b, 4096, N, 64);
+    p.fill_masked = true;
+    const double masked_bytes = (4096.0 * static_cast<double>(N) - pairs) * sizeof(float);
+    const double fill = time_ms([&] { return detail::indexer::fill_masked_cells(p); });
+    const double scorer = time_ms([&] { return detail::indexer::run_q_resident(p); });
+    const double both = time_ms([&] { return indexer_logits(p); });
+    std::printf("%7lld %10.1f %8.0f %10.1f %10.1f %10.1f\n", static_cast<long long>(N), fill * 1e3,
+                masked_bytes / (fill * 1e-3) / 1e9, scorer * 1e3, both * 1e3, (both - scorer) * 1e3);
+  }
+}
+
 }  // namespace
 }  // namespace fp8dsa
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const fp8dsa::Buffers b = fp8dsa::allocate();
+  if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {
+    fp8dsa::fill_rows(b);
+    return 0;
+  }
   fp8dsa::target_shape(b);
   fp8dsa::bench_rows(b);
   fp8dsa::router_grid(b, quick);

@@ -34,6 +34,18 @@ Status qk_chains_not_instantiated(int qk_chains) {
                           choices + ")");
 }
 
+// The arguments of tokens [first, T): every per-token input and output advanced by `first` tokens.
+KernelArgs from_token(const KernelArgs& k, int64_t first) {
+  KernelArgs a = k;
+  a.q += first * k.q_token_stride;
+  a.indices += first * k.indices_stride;
+  if (a.topk_length != nullptr) a.topk_length += first;
+  a.out += first * k.out_token_stride;
+  a.lse += first * k.num_heads;
+  if (a.max_logits != nullptr) a.max_logits += first * k.num_heads;
+  return a;
+}
+
 // The 64-head kernel with its last wave balanced (tail_split.h): the tokens of the full waves whole,
 // then the last wave's tokens in key parts into a stream-ordered workspace, merged by lse_merge
 // (which applies the sink) into the outputs. Where the workspace cannot be had, the tail runs whole.
@@ -42,14 +54,8 @@ Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int6
   const TailSplit plan = plan_tail_split(num_tokens, k.head_blocks, k.topk, device_sm_count(), tuning.tail_parts);
   const auto whole_tokens = [&](int64_t first, int64_t count) {
     if (count == 0) return Status::ok();
-    KernelArgs w = k;
-    w.q += first * k.q_token_stride;
-    w.indices += first * k.indices_stride;
-    if (w.topk_length != nullptr) w.topk_length += first;
-    w.out += first * k.out_token_stride;
-    w.lse += first * k.num_heads;
-    if (w.max_logits != nullptr) w.max_logits += first * k.num_heads;
-    return launch_seesaw(tuning.qk_chains, w, dim3(static_cast<unsigned>(count * k.head_blocks)), stream);
+    return launch_seesaw(tuning.qk_chains, from_token(k, first), dim3(static_cast<unsigned>(count * k.head_blocks)),
+                         stream);
   };
   if (plan.parts == 1) return whole_tokens(0, num_tokens);
   FP8DSA_RETURN_IF_ERROR(whole_tokens(0, plan.main_tokens));
@@ -65,10 +71,8 @@ Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int6
   auto* out_parts = static_cast<__nv_bfloat16*>(workspace);
   auto* lse_parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + out_bytes);
   float* max_parts = lse_parts + plan.parts * rows;
-  KernelArgs t = k;
-  t.q += first * k.q_token_stride;
-  t.indices += first * k.indices_stride;
-  if (t.topk_length != nullptr) t.topk_length += first;
+  const KernelArgs tail_args = from_token(k, first);  // the tail's outputs: where the merge writes
+  KernelArgs t = tail_args;
   t.attn_sink = nullptr;  // the merge applies it
   t.out = out_parts;
   t.out_head_stride = MlaShape::kDv;
@@ -90,11 +94,11 @@ Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int6
     m.lse_parts = lse_parts;
     m.max_logits_parts = t.max_logits;
     m.attn_sink = k.attn_sink;
-    m.out = k.out + first * k.out_token_stride;
+    m.out = tail_args.out;
     m.out_token_stride = k.out_token_stride;
     m.out_head_stride = k.out_head_stride;
-    m.lse = k.lse + first * k.num_heads;
-    m.max_logits = k.max_logits != nullptr ? k.max_logits + first * k.num_heads : nullptr;
+    m.lse = tail_args.lse;
+    m.max_logits = tail_args.max_logits;
     m.stream = stream;
     s = lse_merge(m);
   }

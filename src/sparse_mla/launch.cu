@@ -131,6 +131,11 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
     return invalid_argument("sparse_mla fp8: the V3.2-row kernel takes 1 or 2 e4m3 terms of q (v32_q_terms " +
                             std::to_string(tuning.v32_q_terms) + ")");
   }
+  if (tuning.tail_parts < 0 || tuning.tail_parts > kMaxTailParts) {
+    return invalid_argument("sparse_mla fp8: tail_parts takes 0 (the planner's choice), 1 (never split) or up to " +
+                            std::to_string(kMaxTailParts) + " key parts (got " + std::to_string(tuning.tail_parts) +
+                            ")");
+  }
   if (r.num_tokens == 0) return Status::ok();
   const int64_t head_blocks = transposed ? 1 : (r.num_heads + SeesawConfig::kHeads - 1) / SeesawConfig::kHeads;
   const int64_t blocks = r.num_tokens * head_blocks;

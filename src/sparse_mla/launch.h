@@ -49,8 +49,8 @@ struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;  // of the seesaw kernel (576-byte rows, h a multiple of 64 or 32)
   SmallHeads small_heads = SmallHeads::kDefault;
   int v32_q_terms = kDefaultV32QTerms;
-  // The 64-head kernel's last wave (tail_split.h): 0 as its cost model says, 1 never split, P > 1
-  // split in P key parts.
+  // The 64-head kernel's last wave (tail_split.h): 0 as its cost model says, 1 never split, P in
+  // [2, kMaxTailParts] split in P key parts (fewer where topk has fewer pairs of tiles).
   int tail_parts = 0;
 };
 

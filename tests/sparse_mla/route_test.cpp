@@ -5,6 +5,7 @@
 #include "common/validation.h"
 #include "fp8dsa/sparse_mla.h"
 #include "sparse_mla/launch.h"
+#include "sparse_mla/tail_split.h"
 
 namespace fp8dsa {
 namespace {
@@ -65,6 +66,32 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   EXPECT_NE(s.message().find(detail::sparse_mla::is_instantiated_qk_chains(other_qk_chains()) ? "h < 64" : "not instantiated"),
             std::string::npos)
       << s.message();
+}
+
+// The last-wave split's forced part count: 0 to kMaxTailParts, refused before any CUDA call.
+TEST(SparseMlaRoute, TailPartsOutsideTheirRangeAreRefused) {
+  SparseMlaParams p;
+  p.num_tokens = 4;
+  p.num_kv = 100;
+  p.num_heads = 64;
+  p.topk = 64;
+  p.sm_scale = 0.07f;
+  p.q = testing::at<uint8_t>(0);
+  p.kv = testing::at<uint8_t>(256);
+  p.indices = testing::at<int32_t>(512);
+  p.out = testing::at<uint16_t>(1024);
+  p.lse = testing::at<float>(2048);
+  ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  for (int parts : {-1, detail::sparse_mla::kMaxTailParts + 1}) {
+    detail::sparse_mla::Fp8Tuning tuning;
+    tuning.tail_parts = parts;
+    const Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("tail_parts takes 0 (the planner's choice), 1 (never split) or up to 16 key parts (got " +
+                               std::to_string(parts) + ")"),
+              std::string::npos)
+        << s.message();
+  }
 }
 
 // The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows, and its launcher refuses, before

@@ -41,9 +41,8 @@ double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tu
 int main(int argc, char** argv) {
   const bool profile = argc > 1 && std::strcmp(argv[1], "profile") == 0;
   const bool tail = argc > 1 && std::strcmp(argv[1], "tail") == 0;
-  const int reps = tail ? (argc > 2 ? std::max(5, std::atoi(argv[2])) : 20)
-                   : !profile && argc > 1 ? std::max(5, std::atoi(argv[1]))
-                                          : 20;
+  const int reps_arg = tail ? 2 : 1;  // "tail [reps]" or "[reps] [N]"
+  const int reps = !profile && argc > reps_arg ? std::max(5, std::atoi(argv[reps_arg])) : 20;
   const int64_t n = !profile && !tail && argc > 2 ? std::atoll(argv[2]) : 32768;
   const int64_t T = 4096;
   const int topk = 2048, max_h = 128, d_qk = 576, d_v = 512;

@@ -34,6 +34,18 @@ struct PrefillInputs {
   tools::DeviceBytes index_q, index_w, index_k, index_k_scale, q, kv;
 };
 
+// base with the indexer's and the attention's inputs from `in`.
+PrefillParams with_inputs(const PrefillParams& base, const PrefillInputs& in) {
+  PrefillParams p = base;
+  p.indexer.q = in.index_q.get();
+  p.indexer.w = in.index_w.as<float>();
+  p.indexer.k = in.index_k.get();
+  p.indexer.k_scale = in.index_k_scale.as<float>();
+  p.attention.q = in.q.get();
+  p.attention.kv = in.kv.get();
+  return p;
+}
+
 // The anchors' chain on the inputs `in`: DeepGEMM's time for its scorer on this case (its own
 // inputs of the shape: the scorer's time does not depend on the values), our top-k timed on our
 // scorer's logits, and FlashMLA on the rows that top-k selected. Adds the row `ours` (the unfused
@@ -60,11 +72,7 @@ Status bench_anchor_stages(const BenchContext& ctx, const PrefillInputs& in, con
   // Our scorer's logits, then our top-k on them (timed), as the unfused prefill runs its stages.
   tools::DeviceBuffer<float> logits;
   FP8DSA_RETURN_IF_ERROR(logits.allocate(static_cast<size_t>(kTokens) * static_cast<size_t>(num_keys)));
-  IndexerParams ip = base.indexer;
-  ip.q = in.index_q.get();
-  ip.w = in.index_w.as<float>();
-  ip.k = in.index_k.get();
-  ip.k_scale = in.index_k_scale.as<float>();
+  IndexerParams ip = with_inputs(base, in).indexer;
   ip.logits = logits.get();
   ip.stream = ctx.stream;
   FP8DSA_RETURN_IF_ERROR(indexer_logits(ip));
@@ -186,17 +194,7 @@ Status run_pipeline_bench(const BenchContext& ctx) {
                  (fused ? " fused topk" : " + topk") + " + sparse_mla:" +
                  sparse_mla_kernel_name(sparse_mla_route(base.attention)) + " (workspace " +
                  std::to_string(workspace.bytes() >> 20) + " MiB)";
-    auto launch = [&](int s) {
-      PrefillParams p = base;
-      const PrefillInputs& in = inputs[static_cast<size_t>(s)];
-      p.indexer.q = in.index_q.get();
-      p.indexer.w = in.index_w.as<float>();
-      p.indexer.k = in.index_k.get();
-      p.indexer.k_scale = in.index_k_scale.as<float>();
-      p.attention.q = in.q.get();
-      p.attention.kv = in.kv.get();
-      return prefill(p);
-    };
+    auto launch = [&](int s) { return prefill(with_inputs(base, inputs[static_cast<size_t>(s)])); };
     const size_t at = ctx.results->rows().size();
     FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
                                            [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; }));

@@ -24,6 +24,22 @@ TEST(SparseMlaRoute, AutoTakesTheFp8KernelWhereItExists) {
   EXPECT_EQ(sparse_mla_route(p), SparseMlaKernel::kReference);
 }
 
+// A valid e4m3 problem of 4 tokens whose pointers are placeholders: for the launcher's refusals,
+// which come before any CUDA call.
+SparseMlaParams launchable_params() {
+  SparseMlaParams p;
+  p.num_tokens = 4;
+  p.num_kv = 100;
+  p.topk = 64;
+  p.sm_scale = 0.07f;
+  p.q = testing::at<uint8_t>(0);
+  p.kv = testing::at<uint8_t>(256);
+  p.indices = testing::at<int32_t>(512);
+  p.out = testing::at<uint16_t>(1024);
+  p.lse = testing::at<float>(2048);
+  return p;
+}
+
 // A QK^T chain count other than the default (instantiated in FP8DSA_TUNING builds only).
 int other_qk_chains() { return detail::sparse_mla::kDefaultQkChains == 5 ? 3 : 5; }
 
@@ -38,16 +54,7 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
   EXPECT_TRUE(detail::sparse_mla::is_instantiated_qk_chains(detail::sparse_mla::kDefaultQkChains));
   EXPECT_FALSE(detail::sparse_mla::is_instantiated_qk_chains(7));
 
-  SparseMlaParams p;
-  p.num_tokens = 4;
-  p.num_kv = 100;
-  p.topk = 64;
-  p.sm_scale = 0.07f;
-  p.q = testing::at<uint8_t>(0);
-  p.kv = testing::at<uint8_t>(256);
-  p.indices = testing::at<int32_t>(512);
-  p.out = testing::at<uint16_t>(1024);
-  p.lse = testing::at<float>(2048);
+  SparseMlaParams p = launchable_params();
   for (int h : {16, 64}) {
     p.num_heads = h;
     ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
@@ -70,17 +77,8 @@ TEST(SparseMlaRoute, Fp8VariantsAndUninstantiatedChoices) {
 
 // The last-wave split's forced part count: 0 to kMaxTailParts, refused before any CUDA call.
 TEST(SparseMlaRoute, TailPartsOutsideTheirRangeAreRefused) {
-  SparseMlaParams p;
-  p.num_tokens = 4;
-  p.num_kv = 100;
+  SparseMlaParams p = launchable_params();
   p.num_heads = 64;
-  p.topk = 64;
-  p.sm_scale = 0.07f;
-  p.q = testing::at<uint8_t>(0);
-  p.kv = testing::at<uint8_t>(256);
-  p.indices = testing::at<int32_t>(512);
-  p.out = testing::at<uint16_t>(1024);
-  p.lse = testing::at<float>(2048);
   ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
   for (int parts : {-1, detail::sparse_mla::kMaxTailParts + 1}) {
     detail::sparse_mla::Fp8Tuning tuning;
@@ -97,18 +95,10 @@ TEST(SparseMlaRoute, TailPartsOutsideTheirRangeAreRefused) {
 // The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows, and its launcher refuses, before
 // any CUDA call (with no tokens too), a q-term count or a QK^T chain count it is not built for.
 TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
-  SparseMlaParams p;
-  p.num_tokens = 4;
-  p.num_kv = 100;
-  p.topk = 64;
-  p.sm_scale = 0.07f;
+  SparseMlaParams p = launchable_params();
   p.kv_format = KvFormat::kDeepSeekV32;
   p.q_dtype = DType::kBF16;
   p.q = testing::at<uint16_t>(0);
-  p.kv = testing::at<uint8_t>(256);
-  p.indices = testing::at<int32_t>(512);
-  p.out = testing::at<uint16_t>(1024);
-  p.lse = testing::at<float>(2048);
   for (int h : {16, 128}) {
     p.num_heads = h;
     ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();

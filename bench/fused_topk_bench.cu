@@ -85,17 +85,8 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_tokens, int64_t nu
   IndexerParams indexer = scores;
   indexer.logits = logits.as<float>();
   TopkParams select;
-  select.num_rows = num_tokens;
-  select.num_keys = num_keys;
-  select.logits = logits.as<float>();
-  select.ks = scores.ks;
-  select.ke = scores.ke;
-  select.k = kTopk;
-  select.indices = unfused_indices.as<int32_t>();
-  select.stream = ctx.stream;
-  FP8DSA_RETURN_IF_ERROR(topk_workspace.allocate(topk_workspace_bytes(select)));
-  select.workspace = topk_workspace.get();
-  select.workspace_bytes = topk_workspace.bytes();
+  FP8DSA_RETURN_IF_ERROR(
+      topk_of_logits(scores, logits.as<float>(), kTopk, unfused_indices.as<int32_t>(), &topk_workspace, &select));
 
   const std::string shape = shape_string({{"T", num_tokens}, {"N", num_keys}, {"H", num_heads}, {"k", kTopk}}, "causal");
   const auto flops = [&](double seconds, ResultRow& r) {

@@ -24,6 +24,24 @@ IndexerParams causal_indexer_shape(const BenchContext& ctx, int64_t num_tokens, 
   return p;
 }
 
+Status topk_of_logits(const IndexerParams& scores, const float* logits, int k, int32_t* indices,
+                      tools::DeviceBytes* workspace, TopkParams* out) {
+  TopkParams t;
+  t.num_rows = scores.num_tokens;
+  t.num_keys = scores.num_keys;
+  t.logits = logits;
+  t.ks = scores.ks;
+  t.ke = scores.ke;
+  t.k = k;
+  t.indices = indices;
+  t.stream = scores.stream;
+  FP8DSA_RETURN_IF_ERROR(workspace->allocate(topk_workspace_bytes(t)));
+  t.workspace = workspace->get();
+  t.workspace_bytes = workspace->bytes();
+  *out = t;
+  return Status::ok();
+}
+
 Status make_indexer_inputs(const BenchContext& ctx, int64_t num_tokens, int64_t num_keys, int num_heads, int head_dim,
                            std::vector<IndexerInputs>* sets) {
   const size_t q_bytes = static_cast<size_t>(num_tokens) * num_heads * head_dim;

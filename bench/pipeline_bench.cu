@@ -15,6 +15,7 @@
 #include "fp8dsa/pipeline.h"
 #include "fp8dsa/topk.h"
 #include "deepgemm_anchor.h"
+#include "indexer_inputs.h"
 #include "op_benches.h"
 #include "sparse_mla_common.h"
 
@@ -79,18 +80,8 @@ Status bench_anchor_stages(const BenchContext& ctx, const PrefillInputs& in, con
   tools::DeviceBuffer<int32_t> indices;
   FP8DSA_RETURN_IF_ERROR(indices.allocate(static_cast<size_t>(kTokens) * kTopk));
   TopkParams tp;
-  tp.num_rows = kTokens;
-  tp.num_keys = num_keys;
-  tp.logits = logits.get();
-  tp.ks = base.indexer.ks;
-  tp.ke = base.indexer.ke;
-  tp.k = kTopk;
-  tp.indices = indices.get();
-  tp.stream = ctx.stream;
   tools::DeviceBytes topk_workspace;
-  FP8DSA_RETURN_IF_ERROR(topk_workspace.allocate(topk_workspace_bytes(tp)));
-  tp.workspace = topk_workspace.get();
-  tp.workspace_bytes = topk_workspace.bytes();
+  FP8DSA_RETURN_IF_ERROR(topk_of_logits(ip, logits.get(), kTopk, indices.get(), &topk_workspace, &tp));
   tools::Timing topk_timing;
   FP8DSA_RETURN_IF_ERROR(tools::time_launches(ctx.stream, 1, ctx.timing, [&](int) { return topk(tp); }, &topk_timing));
 

@@ -70,7 +70,8 @@ struct SeesawConfig : MlaShape {
   static constexpr int kProducerRegs = 40;
   static constexpr int kMathRegs = 232;
   // One exponential in 3 on the FMA pipe (online_softmax.cuh: fma_exp2), the rest on MUFU.EX2.
-  // H200, both in one binary: 0.6-1.0% faster than one in 4 at h = 128, 1.2-1.4% at h = 64;
+  // H200, both in one binary (two builds): 0.6-2.3% faster than one in 4 at h = 128, 1.2-2.6% at
+  // h = 64; more of them, or 10 others (r % 3 == 0 or 1), slower (bench/RESULTS.md, fifth session);
   // one in 4 was 1.4% faster than all on MUFU, one in 8 0.6%; one in 2 6% slower (issue-bound).
   static constexpr int kFmaExpEvery = 3;
 

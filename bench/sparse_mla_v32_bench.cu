@@ -1,6 +1,7 @@
 // Sparse MLA prefill from DeepSeek-V3.2's 656-byte FP8 cache rows with bf16 queries
-// (KvFormat::kDeepSeekV32): T = 4096, topk = 2048, on the realistic inputs of the sparse_mla bench
-// in that format (tools/v32_rows.h: per-(row, block) scales varying lognormally). FLOPs as for
+// (KvFormat::kDeepSeekV32): T = 4096, topk = 2048, on the inputs of the sparse_mla bench in that
+// format (tools/v32_rows.h: per-(row, block) scales varying lognormally): realistic, peaked,
+// random-valued (scores unrelated to the selection order; std 3.5, 1 and 10) and zeros. FLOPs as for
 // sparse_mla: 2 * h * (576 + 512) per (token, valid selected row).
 //
 // With --flashmla=PATH, h = 64 and 128 also run, on the same inputs in the same run, what engines
@@ -35,8 +36,9 @@ struct V32Inputs {
   tools::DeviceBytes q, kv, indices, kv_bf16;
 };
 
-Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, V32Inputs* in) {
-  in->host = make_bench_workload(ctx, num_keys, score_std);
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, tools::MlaValues values,
+                   V32Inputs* in) {
+  in->host = make_bench_workload(ctx, num_keys, score_std, values);
   in->v32 = tools::make_v32_workload(in->host, in->host.spec.seed + 1);
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.q_bf16, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.kv, &in->kv));
@@ -140,16 +142,40 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
 
 }  // namespace
 
+// The input sets (the sparse_mla bench's labels; --mla-data picks among them). At N = 32K every set
+// runs at h = 128 and 64; the realistic one at every h and N.
+struct V32DataSet {
+  const char* label;
+  tools::MlaValues values;
+  double score_std;
+};
+constexpr V32DataSet kV32DataSets[] = {
+    {"realistic", tools::MlaValues::kRealistic, 3.0},
+    {"peaked", tools::MlaValues::kRealistic, 10.0},
+    {"random", tools::MlaValues::kRandom, 3.5},
+    {"random_std1", tools::MlaValues::kRandom, 1.0},
+    {"random_std10", tools::MlaValues::kRandom, 10.0},
+    {"zeros", tools::MlaValues::kZeros, 1.0},
+};
+
 Status run_sparse_mla_v32_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys = ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 131072};
+  const auto wanted = [&](const V32DataSet& set) {
+    if (ctx.mla_data.empty()) return true;
+    for (const std::string& name : ctx.mla_data) {
+      if (name == set.label) return true;
+    }
+    return false;
+  };
   for (int64_t n : keys) {
-    V32Inputs in;
-    FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 3.0, &in));
-    for (int h : {128, 64, 16}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, "realistic"));
-    if (n == 32768) {
-      V32Inputs peaked;
-      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, 10.0, &peaked));
-      for (int h : {128, 64}) FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, peaked, h, "peaked"));
+    for (const V32DataSet& set : kV32DataSets) {
+      const bool realistic = std::string(set.label) == "realistic";
+      if (!wanted(set) || (n != 32768 && !realistic)) continue;
+      V32Inputs in;
+      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set.score_std, set.values, &in));
+      for (int h : realistic ? std::vector<int>{128, 64, 16} : std::vector<int>{128, 64}) {
+        FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, set.label));
+      }
     }
   }
   return Status::ok();

@@ -39,19 +39,6 @@ namespace {
 constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
 
-// The input sets (label as in results.csv's data= token). At N = 32K every set runs at h = 128 and 64;
-// at the other N the realistic one at every h.
-struct MlaDataSet {
-  const char* label;
-  tools::MlaValues values;
-  double score_std;
-};
-constexpr MlaDataSet kDataSets[] = {
-    {"realistic", tools::MlaValues::kRealistic, 3.0},  {"peaked", tools::MlaValues::kRealistic, 10.0},
-    {"random", tools::MlaValues::kRandom, 3.5},         {"random_std1", tools::MlaValues::kRandom, 1.0},
-    {"random_std10", tools::MlaValues::kRandom, 10.0},  {"zeros", tools::MlaValues::kZeros, 1.0},
-};
-
 // One workload at h = 128 on the device; smaller h take its first heads.
 struct MlaInputs {
   tools::MlaWorkload host;
@@ -223,19 +210,6 @@ Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& 
 
 }  // namespace
 
-std::string mla_data_set_names() {
-  std::string names;
-  for (const MlaDataSet& set : kDataSets) names += (names.empty() ? "" : ", ") + std::string(set.label);
-  return names;
-}
-
-bool is_mla_data_set(const std::string& name) {
-  for (const MlaDataSet& set : kDataSets) {
-    if (name == set.label) return true;
-  }
-  return false;
-}
-
 Status run_sparse_mla_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys =
       ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 65536, 131072};
@@ -244,17 +218,10 @@ Status run_sparse_mla_bench(const BenchContext& ctx) {
   for (const std::string& name : ctx.mla_data) {
     if (!is_mla_data_set(name)) return invalid_argument("sparse_mla bench: unknown input set '" + name + "'");
   }
-  const auto wanted = [&](const MlaDataSet& set) {
-    if (ctx.mla_data.empty()) return true;
-    for (const std::string& name : ctx.mla_data) {
-      if (name == set.label) return true;
-    }
-    return false;
-  };
   for (int64_t n : keys) {
-    for (const MlaDataSet& set : kDataSets) {
+    for (const MlaDataSet& set : kMlaDataSets) {
       const bool realistic = std::string(set.label) == "realistic";
-      if (!wanted(set) || (n != 32768 && !realistic)) continue;
+      if (!mla_data_wanted(ctx, set) || (n != 32768 && !realistic)) continue;
       MlaInputs in;
       FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set, anchors || !ctx.mla_qk_chains.empty(), &in));
       for (int h : realistic ? heads : std::vector<int>{128, 64}) {

@@ -36,6 +36,27 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
   return tools::make_mla_workload(spec);
 }
 
+bool mla_data_wanted(const BenchContext& ctx, const MlaDataSet& set) {
+  if (ctx.mla_data.empty()) return true;
+  for (const std::string& name : ctx.mla_data) {
+    if (name == set.label) return true;
+  }
+  return false;
+}
+
+std::string mla_data_set_names() {
+  std::string names;
+  for (const MlaDataSet& set : kMlaDataSets) names += (names.empty() ? "" : ", ") + std::string(set.label);
+  return names;
+}
+
+bool is_mla_data_set(const std::string& name) {
+  for (const MlaDataSet& set : kMlaDataSets) {
+    if (name == set.label) return true;
+  }
+  return false;
+}
+
 std::vector<uint16_t> bf16_of_e4m3(const std::vector<uint8_t>& e4m3) {
   std::vector<uint16_t> out(e4m3.size());
   for (size_t i = 0; i < e4m3.size(); ++i) out[i] = bf16_of_e4m3(e4m3[i]);

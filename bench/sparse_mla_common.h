@@ -37,6 +37,22 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
                                        tools::MlaValues values = tools::MlaValues::kRealistic,
                                        bool unrounded = false);
 
+// The input sets of both benches (label as in results.csv's data= token; --mla-data picks among
+// them). At N = 32K each bench runs every set at h = 128 and 64, at the other N the realistic one.
+struct MlaDataSet {
+  const char* label;
+  tools::MlaValues values;
+  double score_std;
+};
+inline constexpr MlaDataSet kMlaDataSets[] = {
+    {"realistic", tools::MlaValues::kRealistic, 3.0},  {"peaked", tools::MlaValues::kRealistic, 10.0},
+    {"random", tools::MlaValues::kRandom, 3.5},         {"random_std1", tools::MlaValues::kRandom, 1.0},
+    {"random_std10", tools::MlaValues::kRandom, 10.0},  {"zeros", tools::MlaValues::kZeros, 1.0},
+};
+
+// Whether --mla-data asks for `set` (all sets when it names none).
+bool mla_data_wanted(const BenchContext& ctx, const MlaDataSet& set);
+
 // An e4m3 byte as the bf16 value FlashMLA takes (exact: every e4m3 value is a bf16 value), from a
 // table built once, and a whole array of them.
 inline uint16_t bf16_of_e4m3(uint8_t bits) {

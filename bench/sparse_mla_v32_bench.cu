@@ -36,9 +36,8 @@ struct V32Inputs {
   tools::DeviceBytes q, kv, indices, kv_bf16;
 };
 
-Status make_inputs(const BenchContext& ctx, int64_t num_keys, double score_std, tools::MlaValues values,
-                   V32Inputs* in) {
-  in->host = make_bench_workload(ctx, num_keys, score_std, values);
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& set, V32Inputs* in) {
+  in->host = make_bench_workload(ctx, num_keys, set.score_std, set.values);
   in->v32 = tools::make_v32_workload(in->host, in->host.spec.seed + 1);
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.q_bf16, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->v32.kv, &in->kv));
@@ -142,37 +141,14 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
 
 }  // namespace
 
-// The input sets (the sparse_mla bench's labels; --mla-data picks among them). At N = 32K every set
-// runs at h = 128 and 64; the realistic one at every h and N.
-struct V32DataSet {
-  const char* label;
-  tools::MlaValues values;
-  double score_std;
-};
-constexpr V32DataSet kV32DataSets[] = {
-    {"realistic", tools::MlaValues::kRealistic, 3.0},
-    {"peaked", tools::MlaValues::kRealistic, 10.0},
-    {"random", tools::MlaValues::kRandom, 3.5},
-    {"random_std1", tools::MlaValues::kRandom, 1.0},
-    {"random_std10", tools::MlaValues::kRandom, 10.0},
-    {"zeros", tools::MlaValues::kZeros, 1.0},
-};
-
 Status run_sparse_mla_v32_bench(const BenchContext& ctx) {
   const std::vector<int64_t> keys = ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 131072};
-  const auto wanted = [&](const V32DataSet& set) {
-    if (ctx.mla_data.empty()) return true;
-    for (const std::string& name : ctx.mla_data) {
-      if (name == set.label) return true;
-    }
-    return false;
-  };
   for (int64_t n : keys) {
-    for (const V32DataSet& set : kV32DataSets) {
+    for (const MlaDataSet& set : kMlaDataSets) {
       const bool realistic = std::string(set.label) == "realistic";
-      if (!wanted(set) || (n != 32768 && !realistic)) continue;
+      if (!mla_data_wanted(ctx, set) || (n != 32768 && !realistic)) continue;
       V32Inputs in;
-      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set.score_std, set.values, &in));
+      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set, &in));
       for (int h : realistic ? std::vector<int>{128, 64, 16} : std::vector<int>{128, 64}) {
         FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, set.label));
       }

@@ -108,6 +108,12 @@ void run_shape(const Shape& shape, bool with_baseline) {
     c.cache_keys = cache;
     cands.push_back({"row t" + std::to_string(threads) + " cache" + std::to_string(cache), c});
   }
+  for (int threads : {256, 512}) {
+    detail::topk::LaunchConfig c;
+    c.filter = true;
+    c.threads = threads;
+    cands.push_back({"filter t" + std::to_string(threads), c});
+  }
   const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {
     if (chunks > max_chunks) continue;
@@ -147,7 +153,7 @@ void run_shape(const Shape& shape, bool with_baseline) {
                   ms, n * 4.0 / (ms * 1e-3) / 1e9, static_cast<long long>(bad));
     std::printf("%s\n", line);
     std::fflush(stdout);
-    if (cand.name.rfind("chosen", 0) == 0) g_summary.push_back(line);
+    if (cand.name.rfind("chosen", 0) == 0 || cand.name.rfind("filter", 0) == 0) g_summary.push_back(line);
   }
 
   if (with_baseline) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <cuda_runtime_api.h>  // __host__ __device__
+#include <math.h>
 
 namespace fp8dsa::detail::topk {
 
@@ -50,4 +51,46 @@ struct SplitRowWorkspace {
 inline constexpr size_t kSplitHistBytes = sizeof(uint32_t) * 3 * kNumBins;
 static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned");
 
+// The filter path (more rows than SMs): a jittered, strided sample of the row gives a float
+// threshold that lies below the row's k-th largest key with high probability; one read of the row
+// keeps the keys at or above it as candidates, and the exact select runs on the candidates only.
+// A row whose candidates are fewer than k or more than the cap falls back to the whole-row select
+// (exact either way; only the time differs).
+inline constexpr int kFilterCandidateCap = 4096;
+// A warp filters chunks of 32 lanes x kFilterVecsPerLane 4-key vectors, in row order within a
+// chunk; the chunks' candidate runs are recorded so that the output comes in ascending key order.
+inline constexpr int kFilterVecsPerLane = 4;
+inline constexpr int kFilterChunkKeys = 32 * 4 * kFilterVecsPerLane;
+inline constexpr int kFilterMaxChunks = 512;  // rows of up to 256K keys; longer rows take the whole-row select
+inline constexpr int kFilterMinSamples = 1024;
+inline constexpr int kFilterMaxSamples = 4096;
+static_assert(static_cast<int64_t>(kFilterMaxChunks) * kFilterChunkKeys < (1 << 22) && kFilterChunkKeys < 1024,
+              "a chunk record packs its run start in 22 bits and its length in 10");
+
+// Samples for a row of len > kFilterCandidateCap keys: a power of two near 128 len / k (about 128
+// of them then lie above the k-th largest key), within [kFilterMinSamples, kFilterMaxSamples].
+constexpr __host__ __device__ uint32_t filter_samples(uint32_t len, uint32_t k) {
+  const uint64_t want = 128ull * len / k;
+  uint32_t s = kFilterMinSamples;
+  while (s < static_cast<uint32_t>(kFilterMaxSamples) && 2ull * s <= want) s *= 2u;
+  return s;
+}
+static_assert(kFilterMaxSamples <= kFilterCandidateCap, "a row that takes a sample has at least as many keys");
+// Rank (1-based, from the top) of the sample key used as the threshold: the expected count e of
+// samples above the k-th largest key, plus 4 sqrt(e) + 4, so the row holds fewer than k keys at or
+// above it only rarely, and about k + (4 sqrt(e) + 4) len / samples keys in all.
+__host__ __device__ inline uint32_t filter_sample_rank(uint32_t samples, uint32_t len, uint32_t k) {
+  const float e = static_cast<float>(samples) * static_cast<float>(k) / static_cast<float>(len);
+  const uint32_t r = static_cast<uint32_t>(ceilf(e + 4.0f * sqrtf(e) + 4.0f));
+  return r < samples ? r : samples;
+}
+// Offset of sample i of 2^log2_samples (at most len): one key from each of the equal strata of the
+// row, at a position inside the stratum that a hash of i picks (rows with a period cannot fool the
+// sample).
+constexpr __host__ __device__ uint32_t filter_sample_offset(uint32_t i, int log2, uint32_t len) {
+  const uint32_t lo = static_cast<uint32_t>((static_cast<uint64_t>(i) * len) >> log2);
+  const uint32_t hi = static_cast<uint32_t>((static_cast<uint64_t>(i + 1) * len) >> log2);
+  const uint32_t h = i * 2654435761u;
+  return lo + static_cast<uint32_t>((static_cast<uint64_t>(h) * (hi - lo)) >> 32);
+}
 }  // namespace fp8dsa::detail::topk

@@ -11,6 +11,7 @@ namespace fp8dsa::detail::topk {
 
 struct LaunchConfig {
   bool split = false;     // few long rows: several CTAs per row (needs the workspace)
+  bool filter = false;    // one CTA per row, sampled threshold and one read of the row (threads 256 or 512)
   int threads = 1024;     // one-CTA-per-row path: 512 or 1024
   int64_t cache_keys = -1;  // one-CTA-per-row path: keys of the row kept in shared memory; -1: as many as fit
   int chunks = 0;         // split path: CTAs per row (2..kSplitMaxChunks)
@@ -22,6 +23,7 @@ LaunchConfig choose_launch(const TopkParams& resolved);
 // Launches on resolved, validated params (no checks beyond the launch's own). Asynchronous.
 Status launch_row_kernel(const TopkParams& resolved, int threads, int64_t cache_keys);
 Status launch_split(const TopkParams& resolved, int chunks);
+Status launch_filter_kernel(const TopkParams& resolved, int threads);
 Status launch(const TopkParams& resolved, const LaunchConfig& config);
 
 // Largest CTA count per row the split path may use for this shape (0: split not possible).

@@ -24,12 +24,18 @@ namespace detail::topk {
 //   rest of the row re-read from L2) beat 1024 threads caching the whole row (one CTA per SM):
 //   4096 x 32768: 0.542 vs 0.642 ms; 4096 x 8192: 0.204 vs 0.366; 8192 x 65536: 2.10 vs 2.16.
 //   With few rows the 1024-thread CTA wins (64 x 131072: 0.073 vs 0.099).
+// - The filter kernel (a sampled threshold, the row read once, the select on about 1.4 k
+//   candidates) beats both from 16K keys a row (same run, 512 threads): 4096 x 32768 0.337 vs
+//   0.536 ms, 8192 x 65536 0.998 vs 2.096, 64 x 131072 0.043 vs 0.071 (1024-thread row kernel);
+//   at 4096 x 8192 the row kernel stays ahead (0.202 vs 0.210 for the filter's best, 256 threads).
 inline constexpr int kSplitMinCtasPerSm = 2;
 inline constexpr int64_t kSplitMinRowKeys = 65536;
 inline constexpr int64_t kSplitMinKeysPerRow = 8192;  // split only while N >= this * T
 inline constexpr int kManyRowsThreads = 512;
 inline constexpr int64_t kManyRowsCacheKeys = 12288;  // keeps a 512-thread CTA within half an SM's shared memory
 inline constexpr int kFewRowsThreads = 1024;
+inline constexpr int64_t kFilterMinKeys = 16384;
+inline constexpr int kFilterThreads = 512;
 
 LaunchConfig choose_launch(const TopkParams& p) {
   LaunchConfig config;
@@ -44,7 +50,10 @@ LaunchConfig choose_launch(const TopkParams& p) {
       return config;
     }
   }
-  if (p.num_rows > sms) {
+  if (p.num_keys >= kFilterMinKeys && p.num_keys <= int64_t{kFilterMaxChunks} * kFilterChunkKeys) {
+    config.filter = true;
+    config.threads = kFilterThreads;
+  } else if (p.num_rows > sms) {
     config.threads = kManyRowsThreads;
     config.cache_keys = kManyRowsCacheKeys;
   } else {
@@ -55,8 +64,9 @@ LaunchConfig choose_launch(const TopkParams& p) {
 }
 
 Status launch(const TopkParams& p, const LaunchConfig& config) {
-  return config.split ? launch_split(p, config.chunks)
-                      : launch_row_kernel(p, config.threads, config.cache_keys);
+  if (config.split) return launch_split(p, config.chunks);
+  if (config.filter) return launch_filter_kernel(p, config.threads);
+  return launch_row_kernel(p, config.threads, config.cache_keys);
 }
 
 }  // namespace detail::topk

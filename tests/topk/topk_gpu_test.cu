@@ -119,6 +119,12 @@ std::vector<Path> paths_for(const Problem& pb) {
     paths.push_back({t + " uncached", false, row(threads, 0)});
     paths.push_back({t + " cache 1000 keys", false, row(threads, 1000)});
   }
+  for (int threads : {256, 512}) {
+    detail::topk::LaunchConfig c;
+    c.filter = true;
+    c.threads = threads;
+    paths.push_back({"filter t" + std::to_string(threads), false, c});
+  }
   if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {
       detail::topk::LaunchConfig c;
@@ -331,6 +337,35 @@ TEST(TopkGpu, AdversarialRows) {
 TEST(TopkGpu, AdversarialRowsSorted) {
   FP8DSA_SKIP_WITHOUT_GPU();
   for (int k : {1, 2048}) check_all_paths(adversarial_problem(k, true), "adversarial sorted k=" + std::to_string(k));
+}
+
+// Rows built against the filter path's sample (config.h): the sampled keys far above the rest (the
+// row then holds fewer than k keys at or above the threshold), far below it (more candidates than
+// the list holds), every 32nd key large, and heavy ties at the top. Each takes the whole-row select
+// or the filter and must be exact either way.
+TEST(TopkGpu, RowsThatMisleadTheFilterSample) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int k : {16, 2048}) {
+    const int64_t n = 32768;
+    Problem pb(6, n, n + 1, k, 777 + k);
+    tools::Random rng(31 + k);
+    const uint32_t len = static_cast<uint32_t>(n);
+    const uint32_t samples = detail::topk::filter_samples(len, static_cast<uint32_t>(k));
+    std::vector<bool> sampled(static_cast<size_t>(n), false);
+    int log2 = 0;
+    while ((1u << log2) < samples) ++log2;
+    for (uint32_t i = 0; i < samples; ++i) sampled[detail::topk::filter_sample_offset(i, log2, len)] = true;
+    for (int64_t i = 0; i < n; ++i) {
+      const float noise = static_cast<float>(rng.uniform(-1, 1));
+      pb.row(0)[i] = sampled[i] ? 10.0f + noise : noise;                   // too few candidates
+      pb.row(1)[i] = sampled[i] ? -10.0f + noise : 1.0f + 0.01f * noise;   // too many candidates
+      pb.row(2)[i] = i % 32 == 5 ? 5.0f + noise : noise;                   // a period of 32
+      pb.row(3)[i] = sampled[i] ? kNaN : noise;                            // the sample is all NaN
+      pb.row(4)[i] = i % 3 == 0 ? 4.0f : noise;                            // ties at the top
+      pb.row(5)[i] = noise;                                                // plain
+    }
+    check_all_paths(pb, "misleading samples k=" + std::to_string(k));
+  }
 }
 
 // A million-key row: exact on every path (no candidate buffer that truncates), also when the

@@ -25,9 +25,11 @@ namespace detail::topk {
 //   4096 x 32768: 0.542 vs 0.642 ms; 4096 x 8192: 0.204 vs 0.366; 8192 x 65536: 2.10 vs 2.16.
 //   With few rows the 1024-thread CTA wins (64 x 131072: 0.073 vs 0.099).
 // - The filter kernel (a sampled threshold, the row read once, the select on about 1.4 k
-//   candidates) beats both from 16K keys a row (same run, 512 threads): 4096 x 32768 0.337 vs
-//   0.536 ms, 8192 x 65536 0.998 vs 2.096, 64 x 131072 0.043 vs 0.071 (1024-thread row kernel);
-//   at 4096 x 8192 the row kernel stays ahead (0.202 vs 0.210 for the filter's best, 256 threads).
+//   candidates) beats both for rows of 16K to 256K keys (its chunk records end there), 512
+//   threads, same run: 4096 x 32768 0.336 vs 0.536 ms, 8192 x 65536 1.001 vs 2.096, 64 x 131072
+//   0.043 vs 0.071 (1024-thread row kernel), 1 / 16 x 131072 0.036 / 0.040 vs split 0.037 /
+//   0.048, 1 / 8 / 64 x 32768 0.0185 / 0.0188 / 0.0212 vs 0.019 / 0.019 / 0.021. At 4096 x 8192
+//   the row kernel stays ahead (0.202 vs 0.210 for the filter's best, 256 threads).
 inline constexpr int kSplitMinCtasPerSm = 2;
 inline constexpr int64_t kSplitMinRowKeys = 65536;
 inline constexpr int64_t kSplitMinKeysPerRow = 8192;  // split only while N >= this * T
@@ -39,6 +41,11 @@ inline constexpr int kFilterThreads = 512;
 
 LaunchConfig choose_launch(const TopkParams& p) {
   LaunchConfig config;
+  if (p.num_keys >= kFilterMinKeys && p.num_keys <= int64_t{kFilterMaxChunks} * kFilterChunkKeys) {
+    config.filter = true;
+    config.threads = kFilterThreads;
+    return config;
+  }
   const int64_t sms = std::max(1, device_sm_count());
   const int max_chunks = max_split_chunks(p);
   if (max_chunks >= 2 && p.num_keys >= kSplitMinRowKeys && p.num_keys >= kSplitMinKeysPerRow * p.num_rows) {
@@ -50,10 +57,7 @@ LaunchConfig choose_launch(const TopkParams& p) {
       return config;
     }
   }
-  if (p.num_keys >= kFilterMinKeys && p.num_keys <= int64_t{kFilterMaxChunks} * kFilterChunkKeys) {
-    config.filter = true;
-    config.threads = kFilterThreads;
-  } else if (p.num_rows > sms) {
+  if (p.num_rows > sms) {
     config.threads = kManyRowsThreads;
     config.cache_keys = kManyRowsCacheKeys;
   } else {

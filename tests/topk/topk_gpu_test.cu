@@ -425,8 +425,10 @@ TEST(TopkGpu, BitwiseReruns) {
 TEST(TopkGpu, GraphCapture) {
   FP8DSA_SKIP_WITHOUT_GPU();
   for (int64_t rows : {int64_t{3}, int64_t{200}}) {
-    // 3 rows of 70000 keys take the split path (memset + chained kernels), 200 rows the row kernel.
-    Problem pb(rows, 70000, 70001, 2048, 555 + rows);
+    // 3 rows of 300000 keys take the split path (memset + chained kernels), 200 rows of 70000 the
+    // filter kernel.
+    const int64_t n = rows == 3 ? 300000 : 70000;
+    Problem pb(rows, n, n + 1, 2048, 555 + rows);
     pb.sorted = rows == 3;
     DeviceProblem dev(pb);
     const std::vector<int32_t> eager = dev.run(Path{"topk()", true, {}}, false);

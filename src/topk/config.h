@@ -51,7 +51,7 @@ struct SplitRowWorkspace {
 inline constexpr size_t kSplitHistBytes = sizeof(uint32_t) * 3 * kNumBins;
 static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned");
 
-// The filter path (more rows than SMs): a jittered, strided sample of the row gives a float
+// The filter path (rows of 16K to 256K keys, topk.cu): a jittered, strided sample of the row gives a float
 // threshold that lies below the row's k-th largest key with high probability; one read of the row
 // keeps the keys at or above it as candidates, and the exact select runs on the candidates only.
 // A row whose candidates are fewer than k or more than the cap falls back to the whole-row select
@@ -68,12 +68,17 @@ static_assert(static_cast<int64_t>(kFilterMaxChunks) * kFilterChunkKeys < (1 << 
               "a chunk record packs its run start in 22 bits and its length in 10");
 
 // Samples for a row of len > kFilterCandidateCap keys: a power of two near 128 len / k (about 128
-// of them then lie above the k-th largest key), within [kFilterMinSamples, kFilterMaxSamples].
-constexpr __host__ __device__ uint32_t filter_samples(uint32_t len, uint32_t k) {
+// of them then lie above the k-th largest key), within [kFilterMinSamples, kFilterMaxSamples];
+// filter_samples_log2 gives its log2.
+constexpr __host__ __device__ int filter_samples_log2(uint32_t len, uint32_t k) {
   const uint64_t want = 128ull * len / k;
-  uint32_t s = kFilterMinSamples;
-  while (s < static_cast<uint32_t>(kFilterMaxSamples) && 2ull * s <= want) s *= 2u;
-  return s;
+  int log2 = 0;
+  while ((1u << log2) < static_cast<uint32_t>(kFilterMinSamples)) ++log2;
+  while ((1u << log2) < static_cast<uint32_t>(kFilterMaxSamples) && (2ull << log2) <= want) ++log2;
+  return log2;
+}
+constexpr __host__ __device__ uint32_t filter_samples(uint32_t len, uint32_t k) {
+  return 1u << filter_samples_log2(len, k);
 }
 static_assert(kFilterMaxSamples <= kFilterCandidateCap, "a row that takes a sample has at least as many keys");
 // Rank (1-based, from the top) of the sample key used as the threshold: the expected count e of

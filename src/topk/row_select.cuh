@@ -43,6 +43,16 @@ constexpr size_t row_smem_head_bytes() {
   return (sizeof(RowSmem<kThreads, kCandCap>) + 15) / 16 * 16;
 }
 
+// A row of at most k keys: every key is selected, in row order (keys are only needed to sort).
+template <int kThreads, int kCandCap>
+__device__ __forceinline__ void stage_whole_row(const TopkParams& p, const float* first, uint32_t len,
+                                                RowSmem<kThreads, kCandCap>& s) {
+  for (uint32_t i = threadIdx.x; i < len; i += kThreads) {
+    s.out_idx[i] = static_cast<int32_t>(i);
+    if (p.sorted) s.out_key[i] = order_key(first[i]);
+  }
+}
+
 // Leaves the row's k best (key, offset) pairs in s.out_key / s.out_idx (slots [0, k)).
 template <int kThreads, int kCandCap>
 __device__ __forceinline__ void select_row(const TopkParams& p, const float* first, uint32_t len,

@@ -54,8 +54,8 @@ __device__ __forceinline__ RowSample row_sample(const TopkParams& p, int64_t row
   const uint32_t k = static_cast<uint32_t>(p.k);
   if (range.len > k && range.len > static_cast<uint32_t>(kFilterCandidateCap) &&
       range.len <= static_cast<uint32_t>(kFilterMaxChunks * kFilterChunkKeys) - 4u) {
-    r.samples = filter_samples(range.len, k);
-    r.log2_samples = __ffs(r.samples) - 1;
+    r.log2_samples = filter_samples_log2(range.len, k);
+    r.samples = 1u << r.log2_samples;
   }
   return r;
 }
@@ -281,10 +281,7 @@ __global__ void __launch_bounds__(kThreads, kThreads <= 256 ? 3 : 2) topk_filter
   bool staged = true;  // the k pairs are in s.row.out_* (else already written)
   uint32_t count = k;
   if (rs.len <= k) {
-    for (uint32_t i = threadIdx.x; i < rs.len; i += kThreads) {
-      s.row.out_idx[i] = static_cast<int32_t>(i);
-      if (p.sorted) s.row.out_key[i] = order_key(rs.first[i]);
-    }
+    stage_whole_row<kThreads>(p, rs.first, rs.len, s.row);
     count = rs.len;
   } else {
     const RowKeys src = RowKeys::make(rs.first, rs.len);

@@ -36,11 +36,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   const float* first = p.logits + row * p.ldl + range.ks;
   uint32_t count;
   if (range.len <= static_cast<uint32_t>(p.k)) {
-    // Every valid key is selected; keys are only needed to sort.
-    for (uint32_t i = threadIdx.x; i < range.len; i += kThreads) {
-      s.out_idx[i] = static_cast<int32_t>(i);
-      if (p.sorted) s.out_key[i] = order_key(first[i]);
-    }
+    stage_whole_row<kThreads>(p, first, range.len, s);
     count = range.len;
   } else {
     select_row<kThreads>(p, first, range.len, s, cache, cache_cap_vecs);

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include "common/topk_order_key.h"
 #include "tools/random_inputs.h"
 #include "topk/config.h"
 
@@ -16,19 +16,6 @@ namespace fp8dsa {
 namespace {
 
 using namespace detail::topk;
-
-int log2_of(uint32_t n) {
-  int l = 0;
-  while ((1u << l) < n) ++l;
-  return l;
-}
-
-uint32_t host_key(float x) {
-  if (x != x) return 0u;
-  uint32_t u = 0;
-  if (x != 0.0f) std::memcpy(&u, &x, 4);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
 
 TEST(TopkFilterSample, CountsRanksAndStrata) {
   for (uint32_t len : {4097u, 8192u, 30000u, 32768u, 32769u, 65536u, 131072u, 262140u}) {
@@ -41,7 +28,8 @@ TEST(TopkFilterSample, CountsRanksAndStrata) {
       const uint32_t rank = filter_sample_rank(n, len, k);
       EXPECT_GE(rank, 1u);
       EXPECT_LE(rank, n);
-      const int l = log2_of(n);
+      const int l = filter_samples_log2(len, k);
+      EXPECT_EQ(1u << l, n);
       uint32_t prev = 0;
       for (uint32_t i = 0; i < n; ++i) {
         const uint32_t off = filter_sample_offset(i, l, len);
@@ -59,14 +47,14 @@ TEST(TopkFilterSample, CountsRanksAndStrata) {
 // key), and how many keys of the row lie at or above it.
 uint32_t candidates_of(const float* row, uint32_t len, uint32_t k) {
   const uint32_t n = filter_samples(len, k);
-  const int l = log2_of(n);
+  const int l = filter_samples_log2(len, k);
   std::vector<uint32_t> keys(n);
-  for (uint32_t i = 0; i < n; ++i) keys[i] = host_key(row[filter_sample_offset(i, l, len)]);
+  for (uint32_t i = 0; i < n; ++i) keys[i] = testing::topk_order_key(row[filter_sample_offset(i, l, len)]);
   const uint32_t rank = filter_sample_rank(n, len, k);
   std::nth_element(keys.begin(), keys.begin() + (rank - 1), keys.end(), std::greater<uint32_t>());
   const uint32_t tau = keys[rank - 1] & 0xFFFFFC00u;
   uint32_t count = 0;
-  for (uint32_t i = 0; i < len; ++i) count += host_key(row[i]) >= tau;
+  for (uint32_t i = 0; i < len; ++i) count += testing::topk_order_key(row[i]) >= tau;
   return count;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/gpu_test.h"
+#include "common/topk_order_key.h"
 #include "tools/metrics.h"
 #include "common/poison.h"
 #include "tools/random_inputs.h"
@@ -31,13 +32,7 @@ using tools::DeviceBuffer;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// The contract's order on the host: NaN lowest, -0 == +0 (the kernel's order_key).
-uint32_t host_key(float x) {
-  if (std::isnan(x)) return 0u;
-  uint32_t u = 0;
-  if (x != 0.0f) std::memcpy(&u, &x, 4);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
+using testing::topk_order_key;
 
 // One top-k problem on the host.
 struct Problem {
@@ -199,16 +194,16 @@ void expect_same_selection(const Problem& pb, const std::vector<int32_t>& got, c
     bool ok = g.size() == r.size();
     if (ok && !r.empty()) {
       uint32_t threshold = ~0u;
-      for (int32_t i : r) threshold = std::min(threshold, host_key(row[i]));
+      for (int32_t i : r) threshold = std::min(threshold, topk_order_key(row[i]));
       std::vector<int32_t> g_above, r_above;
       size_t g_ties = 0, r_ties = 0;
       for (int32_t i : g) {
-        if (host_key(row[i]) > threshold) g_above.push_back(i);
-        if (host_key(row[i]) == threshold) ++g_ties;
+        if (topk_order_key(row[i]) > threshold) g_above.push_back(i);
+        if (topk_order_key(row[i]) == threshold) ++g_ties;
       }
       for (int32_t i : r) {
-        if (host_key(row[i]) > threshold) r_above.push_back(i);
-        if (host_key(row[i]) == threshold) ++r_ties;
+        if (topk_order_key(row[i]) > threshold) r_above.push_back(i);
+        if (topk_order_key(row[i]) == threshold) ++r_ties;
       }
       std::sort(g_above.begin(), g_above.end());
       std::sort(r_above.begin(), r_above.end());
@@ -352,8 +347,7 @@ TEST(TopkGpu, RowsThatMisleadTheFilterSample) {
     const uint32_t len = static_cast<uint32_t>(n);
     const uint32_t samples = detail::topk::filter_samples(len, static_cast<uint32_t>(k));
     std::vector<bool> sampled(static_cast<size_t>(n), false);
-    int log2 = 0;
-    while ((1u << log2) < samples) ++log2;
+    const int log2 = detail::topk::filter_samples_log2(len, static_cast<uint32_t>(k));
     for (uint32_t i = 0; i < samples; ++i) sampled[detail::topk::filter_sample_offset(i, log2, len)] = true;
     for (int64_t i = 0; i < n; ++i) {
       const float noise = static_cast<float>(rng.uniform(-1, 1));

@@ -9,6 +9,7 @@
 // measures that yardstick in the same run.
 //
 //   fp8dsa_indexer_timing [quick]
+//   fp8dsa_indexer_timing target   the Q-resident variants at the target shape only (1. above)
 //   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone and the two through
 //                                  indexer_logits, T = 4096 causal, H = 64, N = 32K / 64K / 128K
 #include <algorithm>
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   fp8dsa::target_shape(b);
+  if (argc > 1 && std::strcmp(argv[1], "target") == 0) return 0;
   fp8dsa::bench_rows(b);
   fp8dsa::router_grid(b, quick);
   return 0;

@@ -13,14 +13,23 @@ namespace fp8dsa::detail::indexer {
 enum ScorerBarrier : uint32_t {
   kScorerTurn = 1,       // + consumer c: "your turn, consumer c" of the MMA ping-pong (two warpgroups)
   kOutputWarpgroup = 4,  // + consumer c: an Output policy's own barrier over c's 128 threads
+  kLinearTerms = 7,      // + consumer c: c's linear-term rows and scales written (linear_split.cuh)
 };
 constexpr int kMaxScorerConsumers = 3;
-static_assert(kScorerTurn + kMaxScorerConsumers <= kOutputWarpgroup, "the two ranges do not overlap");
-static_assert(kOutputWarpgroup + kMaxScorerConsumers <= 16, "sm_90 has 16 named barriers");
+static_assert(kScorerTurn + kMaxScorerConsumers <= kOutputWarpgroup, "the ranges do not overlap");
+static_assert(kOutputWarpgroup + kMaxScorerConsumers <= kLinearTerms, "the ranges do not overlap");
+static_assert(kLinearTerms + kMaxScorerConsumers <= 16, "sm_90 has 16 named barriers");
 
 // One configuration: H heads of D e4m3 columns, kCols = (tokens of one B block) * H wgmma columns,
 // kConsumers consumer warpgroups (each its own B block with kShareTiles), a kStages-deep ring of
 // 64-key tiles (q_resident_launch.cuh instantiates the shipped ones).
+//
+// kLinearSplit (H = 64, own B blocks): the epilogue takes sum_h w relu(x) as
+// (sum_h w x + sum_h w |x|) / 2, the first half on the tensor cores (linear_split.cuh): each B block
+// gets kLinRows more rows, kLinTermsPerToken e4m3 terms of the token's q~ = sum_h w[h] q[h],
+// scored by one more m64 x kLinRows wgmma per k-step; the second half is one FFMA per
+// accumulator (|x| is an operand modifier) where relu then w took two instructions. H200, same
+// run: T = 4096, N = 32K / 64K / 128K 14% / 16% / 9% faster, 8K within 1% (bench/RESULTS.md).
 template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_>
 struct QResidentConfig {
   static constexpr int kHeads = kHeads_;
@@ -37,13 +46,26 @@ struct QResidentConfig {
   static constexpr hopper::Swizzle kSwizzle = kDim == 128 ? hopper::Swizzle::k128B : hopper::Swizzle::k64B;
   static_assert(kDim == 64 || kDim == 128, "D in {64, 128}: one swizzle atom per row");
   static_assert(hopper::swizzle_width_bytes(kSwizzle) == kDim, "a row is exactly one swizzle atom");
+  // H = 64 only: at H = 32 the same split ran 17% slower at N = 8K and within 3% at 32K-128K
+  // (bench/RESULTS.md): its 8 tokens per B block pay 3 extra columns a token for half the heads.
+  static constexpr bool kLinearSplit = kHeads == 64 && kShareTiles;
+  static constexpr int kLinTermsPerToken = 4;
+  static constexpr int kLinRowsPerToken = 4;  // the terms (and zero rows up to 4)
+  static constexpr int kLinRows = kLinearSplit ? kLinRowsPerToken * kWgTokens : 0;  // per B block
+  static_assert(!kLinearSplit || (kLinRows % 8 == 0 && kLinRows <= 256), "a valid wgmma N");
   static constexpr int kQBytes = kBlocks * kCols * kDim;
+  static constexpr int kLinOffset = kQBytes;  // [block] of kLinRows x kDim, swizzled as Q
+  static constexpr int kLinBlockBytes = (kLinRows * kDim + 1023) / 1024 * 1024;
+  static constexpr int kLinBytes = kBlocks * kLinBlockBytes;
+  static constexpr int kKOffset = kLinOffset + kLinBytes;
   static constexpr int kTileBytes = kKeyTile * kDim;
   // Every operand tile starts on a 1024-byte boundary (descriptor base_offset = 0).
-  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles keep 1024-byte alignment");
-  static constexpr int kBoundsOffset = kQBytes + kStages * kTileBytes;
+  static_assert(kQBytes % 1024 == 0 && kLinBlockBytes % 1024 == 0 && kTileBytes % 1024 == 0,
+                "tiles keep 1024-byte alignment");
+  static constexpr int kBoundsOffset = kKOffset + kStages * kTileBytes;
   static constexpr int kMaxTokens = 128;
-  static constexpr int kBarrierOffset = kBoundsOffset + kMaxTokens * 8;  // int2 bounds per token
+  static constexpr int kSigmaOffset = kBoundsOffset + kMaxTokens * 8;  // int2 bounds per token
+  static constexpr int kBarrierOffset = kSigmaOffset + kMaxTokens * 4;  // f32 linear-term scale per token
   static_assert(kTokens <= kMaxTokens && kTokens <= 256, "bounds table / TMA box hold the block");
   static constexpr uint32_t kEmptyArrivals = 4 * (kShareTiles ? kConsumers : 1);
   // The Output policy's shared memory follows the barriers.

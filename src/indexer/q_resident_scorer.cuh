@@ -31,6 +31,7 @@
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 #include "indexer/config.h"
+#include "indexer/linear_split.cuh"
 #include "indexer/scorer_epilogue.cuh"
 #include "indexer/scorers.h"
 
@@ -89,11 +90,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                              const __grid_constant__ CUtensorMap q_map, const ScorerArgs args,
                              const __grid_constant__ typename Output::Args out_args) {
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
+  // The split epilogue (config.h), for every output: fused_topk ranks exactly the logits the plain
+  // scorer writes.
+  constexpr bool kSplit = Cfg::kLinearSplit;
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = hopper::align_to_swizzle_atom(smem_raw);
   uint8_t* q_smem = smem;
-  uint8_t* k_smem = smem + Cfg::kQBytes;
+  uint8_t* k_smem = smem + Cfg::kKOffset;
   int2* bounds = reinterpret_cast<int2*>(smem + Cfg::kBoundsOffset);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
   uint64_t* empty = full + Cfg::kStages;
@@ -204,6 +208,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int wg_token0 = Cfg::kShareTiles ? wg * Cfg::kWgTokens : 0;
   float w_reg[Epi::kWeightRegs];
   Epi::load_weights(w_reg, args.w, args.w_stride, first_token + wg_token0, args.num_tokens, lane);
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int i = 0; i < Epi::kWeightRegs; ++i) w_reg[i] *= 0.5f;  // the split's halving (exact)
+  }
   const uint32_t q_addr = hopper::smem_address(q_smem) + (Cfg::kShareTiles ? wg * Cfg::kCols * Cfg::kDim : 0);
   const uint32_t k_addr = hopper::smem_address(k_smem);
   static_assert(Cfg::kShareTiles || !Output::kNeedsOwnTokens, "this output needs a token block per consumer");
@@ -217,6 +225,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint64_t desc_a0 = hopper::kmajor_descriptor(k_addr, Cfg::kSwizzle, kKeyTile, 0);
   const uint64_t desc_b0 = hopper::kmajor_descriptor(q_addr, Cfg::kSwizzle, Cfg::kCols, 0);
   hopper::mbarrier_wait(q_full, 0);
+
+  // The split epilogue's linear-term rows of this consumer's B block (linear_split.cuh), written
+  // once per CTA; lin_weight scales the lane's columns of their accumulator.
+  constexpr int kLinRegs = kSplit ? Cfg::kLinRows / 2 : 4;
+  float lin_weight[kLinRegs / 2];
+  uint64_t desc_lin0 = 0;
+  if constexpr (kSplit) {
+    uint8_t* lin_block = smem + Cfg::kLinOffset + wg * Cfg::kLinBlockBytes;
+    float* sigma = reinterpret_cast<float*>(smem + Cfg::kSigmaOffset) + wg_token0;
+    build_linear_terms<Cfg>(q_smem + wg * Cfg::kCols * Cfg::kDim, lin_block, sigma, args.w, args.w_stride,
+                            first_token + wg_token0, args.num_tokens, wg_warp, lane);
+    hopper::fence_proxy_async_smem();  // generic-proxy writes, read by wgmma
+    hopper::named_barrier_sync(kLinearTerms + wg, 128);
+    Epi::template linear_weights<kLinRegs>(sigma, lin_weight, lane);
+    desc_lin0 = hopper::kmajor_descriptor(hopper::smem_address(lin_block), Cfg::kSwizzle, Cfg::kLinRows, 0);
+  }
 
   // Ping-pong: the consumers issue their MMAs in a fixed rotation (named barrier kScorerTurn + c is
   // "your turn, consumer c"), so the tensor cores run one consumer's tile while the previous consumer
@@ -258,6 +282,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     hopper::mbarrier_wait(&full[stage], (i / Cfg::kStages) & 1);
     float acc[Epi::kAccRegs];
+    float lin[kLinRegs];
     if (ping_pong) hopper::named_barrier_sync(my_turn, kPairThreads);
     hopper::wgmma_fence();
 #pragma unroll
@@ -265,6 +290,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const uint64_t desc_a = hopper::advance_descriptor(desc_a0, stage * Cfg::kTileBytes + k * 32);
       const uint64_t desc_b = hopper::advance_descriptor(desc_b0, k * 32);
       hopper::WgmmaE4m3<Cfg::kCols>::ss(acc, desc_a, desc_b, k > 0);
+    }
+    if constexpr (kSplit) {
+#pragma unroll
+      for (int k = 0; k < Cfg::kDim / 32; ++k) {
+        const uint64_t desc_a = hopper::advance_descriptor(desc_a0, stage * Cfg::kTileBytes + k * 32);
+        hopper::WgmmaE4m3<Cfg::kLinRows>::ss(lin, desc_a, hopper::advance_descriptor(desc_lin0, k * 32), k > 0);
+      }
     }
     hopper::wgmma_commit_group();
     if (ping_pong) {
@@ -282,6 +314,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(acc);
+    if constexpr (kSplit) hopper::wgmma_fence_operands(lin);
     // The stage has been read: hand it back before the epilogue.
     __syncwarp();
     if (lane == 0) hopper::mbarrier_arrive(&empty[stage]);
@@ -290,7 +323,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 
     float part[Epi::kParts];
-    Epi::reduce(acc, w_reg, part, lane);
+    if constexpr (kSplit) {
+      Epi::reduce_split(acc, lin, w_reg, lin_weight, part, lane);
+    } else {
+      Epi::reduce(acc, w_reg, part, lane);
+    }
     TileCells<Epi::kFinal> cells;
 #pragma unroll
     for (int j = 0; j < Epi::kFinal; ++j) {

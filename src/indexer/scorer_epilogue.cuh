@@ -85,13 +85,61 @@ struct ScoreEpilogue {
 #pragma unroll
       for (int j = 1; j < kSub; ++j) part[i] += sub[i][j];
     }
-    transposed_step<kParts>(part, 1, (lane & 1) != 0);
-    if constexpr (!kPairTokens) {
-      if constexpr (kStep2Transposed) {
-        transposed_step<kAfterStep1>(part, 2, (lane & 2) != 0);
-      } else {
-        part[0] += __shfl_xor_sync(0xFFFFFFFFu, part[0], 2);
+    quad_reduce(part, lane);
+  }
+
+  // The split epilogue (QResidentConfig::kLinearSplit, linear_split.cuh): w_reg holds w / 2, and
+  // sum_h (w / 2) |x| is one FFMA per accumulator. lin is the m64 x (4 kTokens) accumulator of the
+  // linear-term rows (column c: token c / 4, term c % 4). Register r of a lane is
+  // column (r / 4) 8 + (lane % 4) 2 + r % 2: its token is 2 (r / 4) + (lane % 4) / 2, known only at
+  // run time, so the lane adds its two columns of each 8-column group into both candidate partials,
+  // weighted by lin_weight[2 j] (sigma / 2 of token 2 j on lanes 0-1 of the quad, else 0) and
+  // lin_weight[2 j + 1] (sigma / 2 of token 2 j + 1 on lanes 2-3, else 0; linear_weights()).
+  // Then the quad reduction as reduce().
+  template <int kLinRegs>
+  __device__ __forceinline__ static void reduce_split(const float (&acc)[kAccRegs], const float (&lin)[kLinRegs],
+                                                      const float (&w_reg)[kWeightRegs],
+                                                      const float (&lin_weight)[kLinRegs / 2],
+                                                      float (&part)[kParts], int lane) {
+    static_assert(!kPairTokens && kLinRegs == 2 * kTokens, "four linear-term columns per token");
+    float sub[kParts][kSub];
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+#pragma unroll
+      for (int j = 0; j < kSub; ++j) sub[i][j] = 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kAccRegs; ++r) {
+      float& chain = sub[part_of(r)][(r / 4) % kSub];
+      chain = fmaf(w_reg[(r / 4) * 2 + r % 2], fabsf(acc[r]), chain);
+    }
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+      part[i] = sub[i][0];
+#pragma unroll
+      for (int j = 1; j < kSub; ++j) part[i] += sub[i][j];
+    }
+#pragma unroll
+    for (int j = 0; j < kLinRegs / 4; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float both = lin[4 * j + 2 * half] + lin[4 * j + 2 * half + 1];
+        part[(2 * j) * 2 + half] = fmaf(lin_weight[2 * j], both, part[(2 * j) * 2 + half]);
+        part[(2 * j + 1) * 2 + half] = fmaf(lin_weight[2 * j + 1], both, part[(2 * j + 1) * 2 + half]);
       }
+    }
+    quad_reduce(part, lane);
+  }
+
+  // lin_weight of reduce_split from the tokens' sigma / 2 (sigma_half[local token]).
+  template <int kLinRegs>
+  __device__ __forceinline__ static void linear_weights(const float* sigma_half, float (&lin_weight)[kLinRegs / 2],
+                                                        int lane) {
+    const bool upper = (lane & 2) != 0;
+#pragma unroll
+    for (int j = 0; j < kLinRegs / 4; ++j) {
+      lin_weight[2 * j] = upper ? 0.0f : sigma_half[2 * j];
+      lin_weight[2 * j + 1] = upper ? sigma_half[2 * j + 1] : 0.0f;
     }
   }
 
@@ -111,6 +159,18 @@ struct ScoreEpilogue {
   }
 
  private:
+  // The cross-lane sums of the quad, "transposed" (see the top of the file).
+  __device__ __forceinline__ static void quad_reduce(float (&part)[kParts], int lane) {
+    transposed_step<kParts>(part, 1, (lane & 1) != 0);
+    if constexpr (!kPairTokens) {
+      if constexpr (kStep2Transposed) {
+        transposed_step<kAfterStep1>(part, 2, (lane & 2) != 0);
+      } else {
+        part[0] += __shfl_xor_sync(0xFFFFFFFFu, part[0], 2);
+      }
+    }
+  }
+
   // Lanes a and a^mask each hold n values; afterwards lane with `upper` false holds the sums of the
   // lower n/2, the other lane those of the upper n/2, both in slots [0, n/2).
   template <int kN, int kSize>

@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "hopper/fp8_convert.cuh"
 #include "sparse_mla/config.h"
 #include "sparse_mla/key_order.h"
 
@@ -91,22 +92,10 @@ __device__ __forceinline__ float2 quad_max_bounds(float a, float b) {
   return make_float2(__uint_as_float(packed << 16), __uint_as_float(packed & 0xFFFF0000u));
 }
 
-// Two f32 -> two e4m3 in the low 16 bits (lo in byte 0), round to nearest, saturating.
-__device__ __forceinline__ uint32_t pack_e4m3x2(float lo, float hi) {
-  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
-}
-
-// The f16x2 value of two packed e4m3 bytes (exact: every e4m3 value is an f16 value).
-__device__ __forceinline__ __half2 e4m3x2_to_half2(uint32_t bits) {
-  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(bits), __NV_E4M3);
-  return __half2(raw);
-}
-
-// Two f16 -> two e4m3 in the low 16 bits (the low half in byte 0), round to nearest, saturating.
-__device__ __forceinline__ uint32_t e4m3x2_of_half2(__half2 v) {
-  return static_cast<uint32_t>(
-      __nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(v), __NV_SATFINITE, __NV_E4M3));
-}
+// The packed e4m3 conversions (hopper/fp8_convert.cuh).
+using hopper::e4m3x2_of_half2;
+using hopper::e4m3x2_to_half2;
+using hopper::pack_e4m3x2;
 
 // One step of the lazy rescale for a row whose max so far is m_true (updated here with tile_max)
 // and whose reference is m_ref. Returns alpha, the factor for O and the sums (1 when m_ref stays;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -113,6 +114,64 @@ TEST(IndexerFastGpu, HeadDim64EveryHeadCount) {
     s.padded_strides = h == 32;
     const tools::KeyRanges r = tools::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
     check_all_kernels(s, r.ks, r.ke, seed += 10, h == 4);
+  }
+}
+
+// The Q-resident scorer's split epilogue (H = 64; H = 32 runs the plain one, as a control) takes
+// sum_h w relu(x) as (sum w x + sum w |x|) / 2, the first half on the tensor cores from
+// q~ = sum_h w q. Where relu cuts a head the exact halves cancel but the tensor cores' error in its
+// x does not, so the hard case is the one where relu cuts most heads: here every key is positive and
+// 7 heads in 8 negative (their dot products below zero), with w spread over six decades of both
+// signs. Measured on the H200: the split errs by 2.3e-3 of max |ref| at D = 128 (4.7e-4 at D = 64),
+// the plain epilogue by 2.4e-4 (SPEC 6's bound for random inputs, which the other tests check, is
+// 1e-3); this construction is held to 4e-3 and calc_diff < 1e-5. The errors are printed.
+TEST(IndexerFastGpu, SplitEpilogueWhereReluCutsMostHeads) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  uint64_t seed = 73000;
+  for (int h : {32, 64}) {
+    for (int d : {128, 64}) {
+      Shape s{257, 1500, h, d};
+      const tools::KeyRanges r = tools::random_key_ranges(s.num_tokens, s.num_keys, seed + 7, 0.1, 0.1);
+      Problem pr;
+      indexer_test::make_problem(s, r.ks, r.ke, seed += 10, &pr);
+      for (uint8_t& b : pr.k) b &= 0x7Fu;  // |k|
+      const int64_t q_stride = pr.host.q_token_stride;
+      for (int64_t t = 0; t < s.num_tokens; ++t) {
+        for (int head = 0; head < h; ++head) {
+          if (head % 8 == 3) continue;  // one head in 8 keeps its signs
+          uint8_t* row = pr.q.data() + t * q_stride + int64_t{head} * d;
+          for (int i = 0; i < d; ++i) row[i] = (row[i] & 0x7Fu) == 0 ? row[i] : static_cast<uint8_t>(row[i] | 0x80u);
+        }
+      }
+      for (size_t i = 0; i < pr.w.size(); ++i) {
+        const double u = static_cast<double>((i * 2654435761u) % 6000) / 1000.0 - 3.0;  // [-3, 3)
+        pr.w[i] = static_cast<float>((i % 3 == 0 ? -1.0 : 1.0) * std::pow(10.0, u));
+      }
+      pr.d_q = DeviceBuffer<uint8_t>(pr.q);
+      pr.d_k = DeviceBuffer<uint8_t>(pr.k);
+      pr.d_w = DeviceBuffer<float>(pr.w);
+      pr.device.q = pr.d_q.get();
+      pr.device.k = pr.d_k.get();
+      pr.device.w = pr.d_w.get();
+      std::vector<double> ref;
+      FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(pr.host, &ref));
+      SCOPED_TRACE("H=" + std::to_string(h) + " D=" + std::to_string(d));
+      for (IndexerKernel kernel : kFastKernels) {
+        const bool split = kernel == IndexerKernel::kQResident && h == 64;
+        // The plain epilogues against SPEC 6 (run_and_check), the split one against its own bound.
+        const std::vector<float> got = run_and_check(pr, kernel, false, split ? nullptr : &ref);
+        const tools::IndexerCheck check = tools::check_indexer_logits(
+            got.data(), pr.host.ldl, ref.data(), s.num_tokens, s.num_keys, pr.ks.data(), pr.ke.data());
+        const double rel = check.max_abs_error / std::max(check.max_abs_ref, 1e-300);
+        std::printf("  H=%d D=%d %-10s max abs error / max |ref| = %.2e, diff = %.2e\n", h, d,
+                    indexer_kernel_name(kernel), rel, check.diff);
+        if (split) {
+          EXPECT_EQ(check.non_finite_mismatches, 0);
+          EXPECT_LT(check.diff, 1e-5);
+          EXPECT_LE(rel, 4e-3);
+        }
+      }
+    }
   }
 }
 

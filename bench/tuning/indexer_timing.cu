@@ -10,6 +10,7 @@
 //
 //   fp8dsa_indexer_timing [quick]
 //   fp8dsa_indexer_timing target   the Q-resident variants at the target shape only (1. above)
+//   fp8dsa_indexer_timing splits   the scorer's key splits (1-4 and auto), N = 8K-128K, H = 64 / 32
 //   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone and the two through
 //                                  indexer_logits, T = 4096 causal, H = 64, N = 32K / 64K / 128K
 #include <algorithm>
@@ -148,6 +149,28 @@ void target_shape(const Buffers& b) {
   std::printf("%-26s %8.3f ms %7.1f TFLOPS\n", "k_res", ms, tflops(pairs, 64, ms));
 }
 
+// The Q-resident scorer's key splits (the shipped shape, kAuto's block size) at T = 4096 causal:
+// 1 to 4 splits a token block beside the automatic choice (choose_key_splits), N = 8K to 128K.
+void key_split_rows(const Buffers& b) {
+  std::printf("== key splits: T=4096 causal, D=128, wide-shared ==\n");
+  std::printf("%6s %3s %8s %8s %8s %8s %8s\n", "N", "H", "auto", "sp=1", "sp=2", "sp=3", "sp=4");
+  for (int H : {64, 32}) {
+    for (int64_t N : {8192, 16384, 32768, 65536, 131072}) {
+      bool causal = false;
+      set_bounds(b, 4096, N, &causal);
+      const IndexerParams p = params_for(b, 4096, N, H);
+      std::printf("%6lld %3d", static_cast<long long>(N), H);
+      for (int splits : {0, 1, 2, 3, 4}) {
+        detail::indexer::QResidentTuning tuning;
+        tuning.shape = detail::indexer::QResidentShape::kWideShared;
+        tuning.key_splits = splits;
+        std::printf(" %8.4f", time_ms([&] { return detail::indexer::run_q_resident(p, tuning); }));
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 void bench_rows(const Buffers& b) {
   std::printf("== bench rows: T=4096 causal, D=128, kernel = kAuto ==\n");
   std::printf("%6s %3s %10s %9s %6s %s\n", "N", "H", "ms", "TFLOPS", "gemm", "kernel");
@@ -210,6 +233,10 @@ void fill_rows(const Buffers& b) {
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const fp8dsa::Buffers b = fp8dsa::allocate();
+  if (argc > 1 && std::strcmp(argv[1], "splits") == 0) {
+    fp8dsa::key_split_rows(b);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {
     fp8dsa::fill_rows(b);
     return 0;

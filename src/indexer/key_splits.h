@@ -10,11 +10,16 @@
 
 namespace fp8dsa::detail::indexer {
 
-// Key splits when the token blocks alone cannot fill the machine: aim for about four CTAs per SM
-// in total, but keep at least 8 key tiles per CTA so a split still amortises its Q load.
+// Key splits when the token blocks alone cannot fill the machine: none once there are three token
+// blocks an SM (each CTA's setup, its Q load and the split epilogue's q~, is paid once a block);
+// otherwise aim for about four CTAs per SM in total, keeping at least 8 key tiles per CTA so that a
+// split still amortises its Q load. H200, T = 4096 causal (bench/RESULTS.md, eighth session):
+// H = 64 (512 blocks, 3.9 an SM) one split against two 8.3% / 4% / 1.8% / 0.8% faster at N = 8K /
+// 16K / 32K / 64K, within 1% at 128K; H = 32 (256 blocks) keeps 3.
 inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
-  const int64_t target = 4 * static_cast<int64_t>(device_sm_count());
-  if (token_blocks >= target) return 1;
+  const int64_t sms = device_sm_count();
+  if (token_blocks >= 3 * sms) return 1;
+  const int64_t target = 4 * sms;
   const int64_t max_splits = std::max<int64_t>(1, (num_keys + 64 * 8 - 1) / (64 * 8));
   return static_cast<int>(std::clamp<int64_t>((target + token_blocks - 1) / token_blocks, 1, max_splits));
 }

@@ -11,8 +11,9 @@
 //   fp8dsa_indexer_timing [quick]
 //   fp8dsa_indexer_timing target   the Q-resident variants at the target shape only (1. above)
 //   fp8dsa_indexer_timing splits   the scorer's key splits (1-4 and auto), N = 8K-128K, H = 64 / 32
-//   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone and the two through
-//                                  indexer_logits, T = 4096 causal, H = 64, N = 32K / 64K / 128K
+//   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone, the two through
+//                                  indexer_logits (the fill first) and the two in the other order,
+//                                  T = 4096 causal, H = 64, N = 8K / 32K / 64K / 128K
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -212,8 +213,9 @@ void router_grid(const Buffers& b, bool quick) {
 // scorer alone, and indexer_logits with fill_masked (the fill, then the scorer).
 void fill_rows(const Buffers& b) {
   std::printf("== masked fill: T=4096 causal, H=64 ==\n");
-  std::printf("%7s %10s %8s %10s %10s %10s\n", "N", "fill_us", "GB/s", "scorer_us", "both_us", "both-scorer");
-  for (int64_t N : {32768, 65536, 131072}) {
+  std::printf("%7s %10s %8s %10s %10s %10s %12s %12s\n", "N", "fill_us", "GB/s", "scorer_us", "both_us",
+              "both-scorer", "scorer_first", "first-scorer");
+  for (int64_t N : {8192, 32768, 65536, 131072}) {
     bool causal = false;
     const double pairs = set_bounds(b, 4096, N, &causal);
     IndexerParams p = params_for(b, 4096, N, 64);
@@ -222,8 +224,14 @@ void fill_rows(const Buffers& b) {
     const double fill = time_ms([&] { return detail::indexer::fill_masked_cells(p); });
     const double scorer = time_ms([&] { return detail::indexer::run_q_resident(p); });
     const double both = time_ms([&] { return indexer_logits(p); });
-    std::printf("%7lld %10.1f %8.0f %10.1f %10.1f %10.1f\n", static_cast<long long>(N), fill * 1e3,
-                masked_bytes / (fill * 1e-3) / 1e9, scorer * 1e3, both * 1e3, (both - scorer) * 1e3);
+    // The other order (the cells are disjoint): the scorer first, then the fill.
+    const double scorer_first = time_ms([&] {
+      const Status s = detail::indexer::run_q_resident(p);
+      return s.is_ok() ? detail::indexer::fill_masked_cells(p) : s;
+    });
+    std::printf("%7lld %10.1f %8.0f %10.1f %10.1f %10.1f %12.1f %12.1f\n", static_cast<long long>(N), fill * 1e3,
+                masked_bytes / (fill * 1e-3) / 1e9, scorer * 1e3, both * 1e3, (both - scorer) * 1e3,
+                scorer_first * 1e3, (scorer_first - scorer) * 1e3);
   }
 }
 

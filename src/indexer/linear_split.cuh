@@ -30,11 +30,11 @@
 namespace fp8dsa::detail::indexer {
 
 // Writes the linear-term rows of one consumer's B block (kLinRowsPerToken a token: the terms, then
-// zero rows) and the tokens' scales: warp w takes the
-// block's tokens w, w + 4, ...; lane l their columns [l * D / 32, (l + 1) * D / 32). q_block: the
-// block's Q rows in shared memory ((token, head) rows of D bytes, Cfg::kSwizzle); lin_block: its
-// kLinRows rows, the same swizzle; sigma[local token] = sigma / 2 (the epilogue's halving folded
-// in; ScoreEpilogue::linear_weights). w rows of tokens past num_tokens read as zero, so their q~ is
+// zero rows if there are more rows than terms) and the tokens' scales: warp w takes the block's
+// tokens w, w + 4, ...; lane l their columns [l * D / 32, (l + 1) * D / 32). q_block: the block's
+// Q rows in shared memory ((token, head) rows of D bytes, Cfg::kSwizzle); lin_block: its kLinRows
+// rows, the same swizzle; sigma[local token] = sigma / 2 (the epilogue's halving folded in;
+// ScoreEpilogue::linear_weights). w rows of tokens past num_tokens read as zero, so their q~ is
 // zero.
 template <class Cfg>
 __device__ __forceinline__ void build_linear_terms(const uint8_t* q_block, uint8_t* lin_block, float* sigma,

@@ -70,11 +70,12 @@ __device__ __forceinline__ void build_linear_terms(const uint8_t* q_block, uint8
       }
     }
     float m = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kBytes; ++i) m = fmaxf(m, fabsf(acc[i]));
     bool finite = true;
 #pragma unroll
-    for (int i = 0; i < kBytes; ++i) finite = finite && isfinite(acc[i]);
+    for (int i = 0; i < kBytes; ++i) {
+      m = fmaxf(m, fabsf(acc[i]));
+      finite = finite && isfinite(acc[i]);
+    }
 #pragma unroll
     for (int offset = 16; offset >= 1; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
     finite = __all_sync(0xFFFFFFFFu, finite);

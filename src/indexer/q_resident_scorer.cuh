@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // The split epilogue's linear-term rows of this consumer's B block (linear_split.cuh), written
   // once per CTA; lin_weight scales the lane's columns of their accumulator.
   constexpr int kLinRegs = kSplit ? Cfg::kLinRows / 2 : 4;
-  float lin_weight[kLinRegs / 2];
+  [[maybe_unused]] float lin_weight[kLinRegs / 2];  // without the split: unused
   uint64_t desc_lin0 = 0;
   if constexpr (kSplit) {
     uint8_t* lin_block = smem + Cfg::kLinOffset + wg * Cfg::kLinBlockBytes;
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     hopper::mbarrier_wait(&full[stage], (i / Cfg::kStages) & 1);
     float acc[Epi::kAccRegs];
-    float lin[kLinRegs];
+    [[maybe_unused]] float lin[kLinRegs];  // without the split: unused
     if (ping_pong) hopper::named_barrier_sync(my_turn, kPairThreads);
     hopper::wgmma_fence();
 #pragma unroll

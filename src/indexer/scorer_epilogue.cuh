@@ -66,25 +66,7 @@ struct ScoreEpilogue {
   __device__ __forceinline__ static void reduce(const float (&acc)[kAccRegs],
                                                 const float (&w_reg)[kWeightRegs],
                                                 float (&part)[kParts], int lane) {
-    // kSub independent chains per partial (by 8-column group) keep the FMA latency hidden when
-    // there are few partials; they are added in a fixed order, so results stay bitwise stable.
-    float sub[kParts][kSub];
-#pragma unroll
-    for (int i = 0; i < kParts; ++i) {
-#pragma unroll
-      for (int j = 0; j < kSub; ++j) sub[i][j] = 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < kAccRegs; ++r) {
-      float& chain = sub[part_of(r)][(r / 4) % kSub];
-      chain = fmaf(w_reg[(r / 4) * 2 + r % 2], fmaxf(acc[r], 0.0f), chain);
-    }
-#pragma unroll
-    for (int i = 0; i < kParts; ++i) {
-      part[i] = sub[i][0];
-#pragma unroll
-      for (int j = 1; j < kSub; ++j) part[i] += sub[i][j];
-    }
+    head_sums<false>(acc, w_reg, part);
     quad_reduce(part, lane);
   }
 
@@ -102,23 +84,7 @@ struct ScoreEpilogue {
                                                       const float (&lin_weight)[kLinRegs / 2],
                                                       float (&part)[kParts], int lane) {
     static_assert(!kPairTokens && kLinRegs == 2 * kTokens, "four linear-term columns per token");
-    float sub[kParts][kSub];
-#pragma unroll
-    for (int i = 0; i < kParts; ++i) {
-#pragma unroll
-      for (int j = 0; j < kSub; ++j) sub[i][j] = 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < kAccRegs; ++r) {
-      float& chain = sub[part_of(r)][(r / 4) % kSub];
-      chain = fmaf(w_reg[(r / 4) * 2 + r % 2], fabsf(acc[r]), chain);
-    }
-#pragma unroll
-    for (int i = 0; i < kParts; ++i) {
-      part[i] = sub[i][0];
-#pragma unroll
-      for (int j = 1; j < kSub; ++j) part[i] += sub[i][j];
-    }
+    head_sums<true>(acc, w_reg, part);
 #pragma unroll
     for (int j = 0; j < kLinRegs / 4; ++j) {
 #pragma unroll
@@ -159,6 +125,31 @@ struct ScoreEpilogue {
   }
 
  private:
+  // part[i] = the lane's sum over its heads of w relu(x) (kAbs: of w |x|) for partial i. kSub
+  // independent chains per partial (by 8-column group) keep the FMA latency hidden when there are
+  // few partials; they are added in a fixed order, so results stay bitwise stable.
+  template <bool kAbs>
+  __device__ __forceinline__ static void head_sums(const float (&acc)[kAccRegs], const float (&w_reg)[kWeightRegs],
+                                                   float (&part)[kParts]) {
+    float sub[kParts][kSub];
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+#pragma unroll
+      for (int j = 0; j < kSub; ++j) sub[i][j] = 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kAccRegs; ++r) {
+      float& chain = sub[part_of(r)][(r / 4) % kSub];
+      chain = fmaf(w_reg[(r / 4) * 2 + r % 2], kAbs ? fabsf(acc[r]) : fmaxf(acc[r], 0.0f), chain);
+    }
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) {
+      part[i] = sub[i][0];
+#pragma unroll
+      for (int j = 1; j < kSub; ++j) part[i] += sub[i][j];
+    }
+  }
+
   // The cross-lane sums of the quad, "transposed" (see the top of the file).
   __device__ __forceinline__ static void quad_reduce(float (&part)[kParts], int lane) {
     transposed_step<kParts>(part, 1, (lane & 1) != 0);

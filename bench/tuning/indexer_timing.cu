@@ -14,9 +14,15 @@
 //   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone, the two through
 //                                  indexer_logits (the fill first) and the two in the other order,
 //                                  T = 4096 causal, H = 64, N = 8K / 32K / 64K / 128K
+//   fp8dsa_indexer_timing shapes [NAME]  the Q-resident shapes (wide / narrow shared) x key splits,
+//                                  T = 4096 causal, N = 8K-128K, H = 32 / 64
+//   fp8dsa_indexer_timing profile H N [splits]
+//                                  three launches of the shipped scorer at T = 4096 causal (for ncu:
+//                                  --launch-skip 2 --launch-count 1), then its median time
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -235,6 +241,61 @@ void fill_rows(const Buffers& b) {
   }
 }
 
+// The shapes at T = 4096 causal: wide-shared (the shipped H >= 32 shape, also without the MMA
+// ping-pong) and narrow-shared (three consumers of 128 columns), each with key splits auto and 1-4.
+void shape_rows(const Buffers& b, const char* only) {
+  using detail::indexer::QResidentShape;
+  std::printf("== shapes: T=4096 causal, D=128 (ms) ==\n");
+  std::printf("%6s %3s %-16s %8s %8s %8s %8s %8s\n", "N", "H", "shape", "auto", "sp=1", "sp=2", "sp=3", "sp=4");
+  struct Shape {
+    const char* name;
+    QResidentShape shape;
+    bool ping_pong;
+  };
+  const Shape shapes[] = {{"wide-shared", QResidentShape::kWideShared, true},
+                          {"narrow-shared", QResidentShape::kNarrowShared, true},
+                          {"wide-shared no-pp", QResidentShape::kWideShared, false}};
+  for (int H : {32, 64}) {
+    for (int64_t N : {8192, 32768, 65536, 131072}) {
+      bool causal = false;
+      set_bounds(b, 4096, N, &causal);
+      const IndexerParams p = params_for(b, 4096, N, H);
+      for (const Shape& sh : shapes) {
+        if (only != nullptr && std::strcmp(only, sh.name) != 0) continue;
+        std::printf("%6lld %3d %-16s", static_cast<long long>(N), H, sh.name);
+        for (int splits : {0, 1, 2, 3, 4}) {
+          detail::indexer::QResidentTuning tuning;
+          tuning.shape = sh.shape;
+          tuning.key_splits = splits;
+          tuning.ping_pong = sh.ping_pong;
+          if (!detail::indexer::run_q_resident(p, tuning).is_ok()) {
+            std::printf(" %8s", "-");
+            continue;
+          }
+          std::printf(" %8.4f", time_ms([&] { return detail::indexer::run_q_resident(p, tuning); }));
+          std::fflush(stdout);
+        }
+        std::printf("\n");
+      }
+    }
+  }
+}
+
+// Three launches of the shipped scorer (auto shape; key splits auto or given) for a profiler to pick
+// the last of, then the median time.
+void profile_shape(const Buffers& b, int H, int64_t N, int splits) {
+  bool causal = false;
+  const double pairs = set_bounds(b, 4096, N, &causal);
+  const IndexerParams p = params_for(b, 4096, N, H);
+  detail::indexer::QResidentTuning tuning;
+  tuning.key_splits = splits;
+  for (int i = 0; i < 3; ++i) FP8DSA_TOOL_CHECK_OK(detail::indexer::run_q_resident(p, tuning));
+  FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+  const double ms = time_ms([&] { return detail::indexer::run_q_resident(p, tuning); });
+  std::printf("profile T=4096 N=%lld H=%d splits=%d: %.4f ms %.1f TFLOPS\n", static_cast<long long>(N), H, splits, ms,
+              tflops(pairs, H, ms));
+}
+
 }  // namespace
 }  // namespace fp8dsa
 
@@ -247,6 +308,14 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {
     fp8dsa::fill_rows(b);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
+    fp8dsa::shape_rows(b, argc > 2 ? argv[2] : nullptr);
+    return 0;
+  }
+  if (argc > 3 && std::strcmp(argv[1], "profile") == 0) {
+    fp8dsa::profile_shape(b, std::atoi(argv[2]), std::atoll(argv[3]), argc > 4 ? std::atoi(argv[4]) : 0);
     return 0;
   }
   fp8dsa::target_shape(b);

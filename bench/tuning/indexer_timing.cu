@@ -11,11 +11,12 @@
 //   fp8dsa_indexer_timing [quick]
 //   fp8dsa_indexer_timing target   the Q-resident variants at the target shape only (1. above)
 //   fp8dsa_indexer_timing splits   the scorer's key splits (1-4 and auto), N = 8K-128K, H = 64 / 32
+//                                  (shapes wide-shared)
 //   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone, the two through
 //                                  indexer_logits (the fill first) and the two in the other order,
 //                                  T = 4096 causal, H = 64, N = 8K / 32K / 64K / 128K
 //   fp8dsa_indexer_timing shapes [NAME]  the Q-resident shapes (wide / narrow shared) x key splits,
-//                                  T = 4096 causal, N = 8K-128K, H = 32 / 64
+//                                  T = 4096 causal, N = 8K-128K, H = 64 / 32
 //   fp8dsa_indexer_timing profile H N [splits]
 //                                  three launches of the shipped scorer at T = 4096 causal (for ncu:
 //                                  --launch-skip 2 --launch-count 1), then its median time
@@ -156,28 +157,6 @@ void target_shape(const Buffers& b) {
   std::printf("%-26s %8.3f ms %7.1f TFLOPS\n", "k_res", ms, tflops(pairs, 64, ms));
 }
 
-// The Q-resident scorer's key splits (the shipped shape, kAuto's block size) at T = 4096 causal:
-// 1 to 4 splits a token block beside the automatic choice (choose_key_splits), N = 8K to 128K.
-void key_split_rows(const Buffers& b) {
-  std::printf("== key splits: T=4096 causal, D=128, wide-shared ==\n");
-  std::printf("%6s %3s %8s %8s %8s %8s %8s\n", "N", "H", "auto", "sp=1", "sp=2", "sp=3", "sp=4");
-  for (int H : {64, 32}) {
-    for (int64_t N : {8192, 16384, 32768, 65536, 131072}) {
-      bool causal = false;
-      set_bounds(b, 4096, N, &causal);
-      const IndexerParams p = params_for(b, 4096, N, H);
-      std::printf("%6lld %3d", static_cast<long long>(N), H);
-      for (int splits : {0, 1, 2, 3, 4}) {
-        detail::indexer::QResidentTuning tuning;
-        tuning.shape = detail::indexer::QResidentShape::kWideShared;
-        tuning.key_splits = splits;
-        std::printf(" %8.4f", time_ms([&] { return detail::indexer::run_q_resident(p, tuning); }));
-      }
-      std::printf("\n");
-    }
-  }
-}
-
 void bench_rows(const Buffers& b) {
   std::printf("== bench rows: T=4096 causal, D=128, kernel = kAuto ==\n");
   std::printf("%6s %3s %10s %9s %6s %s\n", "N", "H", "ms", "TFLOPS", "gemm", "kernel");
@@ -242,7 +221,8 @@ void fill_rows(const Buffers& b) {
 }
 
 // The shapes at T = 4096 causal: wide-shared (the shipped H >= 32 shape, also without the MMA
-// ping-pong) and narrow-shared (three consumers of 128 columns), each with key splits auto and 1-4.
+// ping-pong) and narrow-shared (three consumers of 128 columns), each with key splits auto
+// (choose_key_splits) and 1-4; `only` names one of them.
 void shape_rows(const Buffers& b, const char* only) {
   using detail::indexer::QResidentShape;
   std::printf("== shapes: T=4096 causal, D=128 (ms) ==\n");
@@ -255,8 +235,8 @@ void shape_rows(const Buffers& b, const char* only) {
   const Shape shapes[] = {{"wide-shared", QResidentShape::kWideShared, true},
                           {"narrow-shared", QResidentShape::kNarrowShared, true},
                           {"wide-shared no-pp", QResidentShape::kWideShared, false}};
-  for (int H : {32, 64}) {
-    for (int64_t N : {8192, 32768, 65536, 131072}) {
+  for (int H : {64, 32}) {
+    for (int64_t N : {8192, 16384, 32768, 65536, 131072}) {
       bool causal = false;
       set_bounds(b, 4096, N, &causal);
       const IndexerParams p = params_for(b, 4096, N, H);
@@ -303,7 +283,7 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const fp8dsa::Buffers b = fp8dsa::allocate();
   if (argc > 1 && std::strcmp(argv[1], "splits") == 0) {
-    fp8dsa::key_split_rows(b);
+    fp8dsa::shape_rows(b, "wide-shared");
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -222,11 +223,10 @@ void fill_rows(const Buffers& b) {
 
 // The shapes at T = 4096 causal: wide-shared (the shipped H >= 32 shape, also without the MMA
 // ping-pong) and narrow-shared (three consumers of 128 columns), each with key splits auto
-// (choose_key_splits) and 1-4; `only` names one of them.
-void shape_rows(const Buffers& b, const char* only) {
+// (choose_key_splits) and 1-4; `only` names one of them. False (and nothing timed) when `only`
+// names none.
+bool shape_rows(const Buffers& b, const char* only) {
   using detail::indexer::QResidentShape;
-  std::printf("== shapes: T=4096 causal, D=128 (ms) ==\n");
-  std::printf("%6s %3s %-16s %8s %8s %8s %8s %8s\n", "N", "H", "shape", "auto", "sp=1", "sp=2", "sp=3", "sp=4");
   struct Shape {
     const char* name;
     QResidentShape shape;
@@ -235,6 +235,13 @@ void shape_rows(const Buffers& b, const char* only) {
   const Shape shapes[] = {{"wide-shared", QResidentShape::kWideShared, true},
                           {"narrow-shared", QResidentShape::kNarrowShared, true},
                           {"wide-shared no-pp", QResidentShape::kWideShared, false}};
+  if (only != nullptr &&
+      std::none_of(std::begin(shapes), std::end(shapes), [&](const Shape& sh) { return std::strcmp(only, sh.name) == 0; })) {
+    std::fprintf(stderr, "shapes: unknown shape \"%s\" (wide-shared, narrow-shared, \"wide-shared no-pp\")\n", only);
+    return false;
+  }
+  std::printf("== shapes: T=4096 causal, D=128 (ms) ==\n");
+  std::printf("%6s %3s %-16s %8s %8s %8s %8s %8s\n", "N", "H", "shape", "auto", "sp=1", "sp=2", "sp=3", "sp=4");
   for (int H : {64, 32}) {
     for (int64_t N : {8192, 16384, 32768, 65536, 131072}) {
       bool causal = false;
@@ -259,6 +266,7 @@ void shape_rows(const Buffers& b, const char* only) {
       }
     }
   }
+  return true;
 }
 
 // Three launches of the shipped scorer (auto shape; key splits auto or given) for a profiler to pick
@@ -281,6 +289,22 @@ void profile_shape(const Buffers& b, int H, int64_t N, int splits) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
+  int profile_heads = 0, profile_splits = 0;
+  long long profile_keys = 0;
+  if (argc > 1 && std::strcmp(argv[1], "profile") == 0) {
+    // The buffers hold N <= kMaxN keys and H <= kMaxH heads; the library checks H itself.
+    if (argc > 3) {
+      profile_heads = std::atoi(argv[2]);
+      profile_keys = std::atoll(argv[3]);
+      profile_splits = argc > 4 ? std::atoi(argv[4]) : 0;
+    }
+    if (argc < 4 || profile_heads < 1 || profile_heads > fp8dsa::kMaxH || profile_keys < 1 ||
+        profile_keys > fp8dsa::kMaxN || profile_splits < 0) {
+      std::fprintf(stderr, "usage: fp8dsa_indexer_timing profile H N [splits]: 1 <= H <= %lld, 1 <= N <= %lld, splits >= 0 "
+                           "(0: automatic)\n", static_cast<long long>(fp8dsa::kMaxH), static_cast<long long>(fp8dsa::kMaxN));
+      return 2;
+    }
+  }
   const fp8dsa::Buffers b = fp8dsa::allocate();
   if (argc > 1 && std::strcmp(argv[1], "splits") == 0) {
     fp8dsa::shape_rows(b, "wide-shared");
@@ -290,12 +314,9 @@ int main(int argc, char** argv) {
     fp8dsa::fill_rows(b);
     return 0;
   }
-  if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) {
-    fp8dsa::shape_rows(b, argc > 2 ? argv[2] : nullptr);
-    return 0;
-  }
-  if (argc > 3 && std::strcmp(argv[1], "profile") == 0) {
-    fp8dsa::profile_shape(b, std::atoi(argv[2]), std::atoll(argv[3]), argc > 4 ? std::atoi(argv[4]) : 0);
+  if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) return fp8dsa::shape_rows(b, argc > 2 ? argv[2] : nullptr) ? 0 : 2;
+  if (argc > 1 && std::strcmp(argv[1], "profile") == 0) {
+    fp8dsa::profile_shape(b, profile_heads, profile_keys, profile_splits);
     return 0;
   }
   fp8dsa::target_shape(b);

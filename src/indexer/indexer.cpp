@@ -32,9 +32,10 @@ static Status indexer_logits_unguarded(const IndexerParams& params) {
   }
   const IndexerParams p = params.resolved();
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
-  if (p.fill_masked) FP8DSA_RETURN_IF_ERROR(detail::indexer::fill_masked_cells(p));
-  return kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p)
-                                             : detail::indexer::run_k_resident(p);
+  FP8DSA_RETURN_IF_ERROR(kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p)
+                                                              : detail::indexer::run_k_resident(p));
+  // After the scorer (their cells are disjoint), so that it can run beside the scorer's last CTAs.
+  return p.fill_masked ? detail::indexer::fill_masked_cells(p) : Status::ok();
 }
 
 Status indexer_logits(const IndexerParams& params) {

@@ -25,6 +25,7 @@
 
 #include <cuda.h>
 
+#include "hopper/grid_dependency.cuh"
 #include "hopper/mbarrier.cuh"
 #include "hopper/smem_descriptor.h"
 #include "hopper/tma.cuh"
@@ -109,6 +110,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   uint64_t* q_full = empty + Cfg::kStages;
   __shared__ int block_range[2];
 
+  // A grid launched after this one as its programmatic dependent (indexer_logits' masked fill,
+  // whose cells this kernel never writes) may start once every CTA has started.
+  hopper::launch_dependents();
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;

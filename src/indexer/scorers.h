@@ -47,7 +47,10 @@ Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tu
 Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning);
 Status run_k_resident(const IndexerParams& params);
 
-// Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option).
-Status fill_masked_cells(const IndexerParams& params);
+// Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option). kAfterScorer (what
+// indexer_logits runs) launches it right after the scorer, overlapped with the scorer's last CTAs;
+// kSerial is a plain launch (the timing driver's comparison).
+enum class FillLaunch { kAfterScorer, kSerial };
+Status fill_masked_cells(const IndexerParams& params, FillLaunch launch = FillLaunch::kAfterScorer);
 
 }  // namespace fp8dsa::detail::indexer

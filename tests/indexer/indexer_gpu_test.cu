@@ -238,7 +238,8 @@ TEST(IndexerFastGpu, CausalWithCachePrefix) {
 }
 
 void check_against_gpu_reference(const Shape& s, std::vector<int32_t> ks, std::vector<int32_t> ke,
-                                 uint64_t seed, std::initializer_list<IndexerKernel> kernels) {
+                                 uint64_t seed, std::initializer_list<IndexerKernel> kernels,
+                                 bool fill_masked = false) {
   SCOPED_TRACE("T=" + std::to_string(s.num_tokens) + " N=" + std::to_string(s.num_keys) +
                " H=" + std::to_string(s.num_heads));
   Problem pr;
@@ -248,7 +249,7 @@ void check_against_gpu_reference(const Shape& s, std::vector<int32_t> ks, std::v
   FP8DSA_ASSERT_STATUS_OK(indexer_logits(d));
   const std::vector<float> ref = pr.d_logits.download();
   for (IndexerKernel kernel : kernels) {
-    const std::vector<float> got = run_and_check(pr, kernel, false, nullptr);
+    const std::vector<float> got = run_and_check(pr, kernel, fill_masked, nullptr);
     EXPECT_TRUE(close_to_gpu_reference(got, ref, pr)) << indexer_kernel_name(kernel);
   }
 }
@@ -269,6 +270,18 @@ TEST(IndexerFastGpu, LargeCausalAgainstGpuReference) {
   FP8DSA_SKIP_WITHOUT_GPU();
   const tools::KeyRanges r = tools::causal_key_ranges(4096, 65536);
   check_against_gpu_reference(Shape{4096, 65536, 64}, r.ks, r.ke, 76000, {IndexerKernel::kQResident});
+}
+
+// fill_masked at the shapes where the fill runs beside the scorer's last wave (T = 4096 causal:
+// several waves of scorer CTAs, 4096 rows of masked cells): every masked cell -inf, every valid
+// one the scorer's, both kernels (the K-resident scorer does not let the fill start early).
+TEST(IndexerFastGpu, MaskedFillBesideTheScorer) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const tools::KeyRanges r = tools::causal_key_ranges(4096, 8192);
+  for (int heads : {64, 32}) {
+    check_against_gpu_reference(Shape{4096, 8192, heads}, r.ks, r.ke, 77000 + heads,
+                                {IndexerKernel::kQResident, IndexerKernel::kKResident}, true);
+  }
 }
 
 TEST(IndexerFastGpu, BadArgumentsAreRefused) {

@@ -129,9 +129,9 @@ enum SeesawBarrier : uint32_t {
 
 // The small-head kernel (h in {8, 16}): the transposed orientation, keys as the MMA rows. One CTA
 // per token: a producer warpgroup gathers Q and the K tiles into a ring; two consumer warpgroups
-// take alternate tiles, each transposes its tile into its own V^T buffer, scores S^T = K Q^T
-// (m64nhk32) and runs its own online softmax and O^T[512][h] += V^T P^T; the two are merged once
-// at the end.
+// take alternate tiles, each scores S^T = K Q^T (m64nhk32), builds V^T's A fragments from its tile
+// in registers (value_layout.h) and runs its own online softmax and O^T[512][h] += V^T P^T; the
+// two are merged once at the end.
 template <int kH>
 struct SmallHeadsConfig : MlaShape {
   static_assert(kH == 8 || kH == 16, "the transposed kernel takes h in {8, 16}");
@@ -139,18 +139,18 @@ struct SmallHeadsConfig : MlaShape {
   static constexpr int kAccRegs = kH / 2;  // m64nh accumulator registers per thread
   static constexpr int kColumns = kH / 4;  // distinct heads (columns) a thread holds
   static constexpr int kDvBlocks = kDv / 64;  // O^T is 8 m64 blocks
+  // 5 stages (room freed by the V^T buffers) timed as 3 did: h = 16, H200, same call, 1.069 / 1.077
+  // ms against 1.045 / 1.093 (bench/RESULTS.md, tenth session).
   static constexpr int kNumKStages = 3;
   static constexpr int kThreads = 384;
   static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
-  static constexpr uint32_t kVtTileBytes = kDv * kKeysPerTile;
   static constexpr uint32_t kQBytes = kH * kDqk;
   static constexpr uint32_t kQOffset = 0;
   static constexpr uint32_t kKOffset = (kQBytes + 1023) / 1024 * 1024;
-  static constexpr uint32_t kVtOffset = kKOffset + kNumKStages * kKTileBytes;
   static constexpr uint32_t kPtBytes = kH * kKeysPerTile < 1024 ? 1024 : kH * kKeysPerTile;
-  static constexpr uint32_t kPtOffset = kVtOffset + 2 * kVtTileBytes;           // one P^T per consumer
+  static constexpr uint32_t kPtOffset = kKOffset + kNumKStages * kKTileBytes;  // one P^T per consumer
   static constexpr uint32_t kColMaxOffset = kPtOffset + 2 * kPtBytes;           // [consumer][warp][h] f32
   static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;      // [consumer][warp][h] x 4 f32
   // Running maxima (true, reference) per head: [consumer][2 buffers][h] float2, so that they need
@@ -161,12 +161,14 @@ struct SmallHeadsConfig : MlaShape {
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
   // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
-  // output [h][512] in the V^T buffers.
+  // output [h][512 + 8] in the ring after it.
   static constexpr uint32_t kO1Bytes = 128 * kDvBlocks * kAccRegs * 4;
-  static_assert(kO1Bytes <= kNumKStages * kKTileBytes, "consumer 1's O^T fits the K ring");
-  static_assert(kH * kDv * 2 <= 2 * kVtTileBytes, "the bf16 output fits the V^T buffers");
+  static constexpr uint32_t kOutStageRowBytes = kDv * 2 + 16;
+  static constexpr uint32_t kOutStageOffset = kKOffset + kO1Bytes;
+  static_assert(kO1Bytes + kH * kOutStageRowBytes <= kNumKStages * kKTileBytes,
+                "consumer 1's O^T and the staged bf16 output fit the K ring");
   static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
-  static_assert(kKOffset % 1024 == 0 && kVtOffset % 1024 == 0 && kPtOffset % 1024 == 0 && kPtBytes % 1024 == 0,
+  static_assert(kKOffset % 1024 == 0 && kPtOffset % 1024 == 0 && kPtBytes % 1024 == 0,
                 "wgmma tiles start on a swizzle-pattern boundary");
   static_assert(kBarrierOffset % 8 == 0, "mbarriers are 8-byte aligned");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kEntryRegs * kThreads,

@@ -3,12 +3,15 @@
 // the heads its N.
 //   S^T[64 keys][h]  = K[64][576] . Q[h][576]^T   (m64nhk32, A = K tile, B = Q; 18 k-steps in
 //                                                    kQkChains chains added in f32)
-//   O^T[512][h]     += V^T[512][64] . P^T[h][64]^T (8 x m64nhk32 per 32-key step; A = V^T, B = P^T)
+//   O^T[512][h]     += V^T[512][64] . P^T[h][64]^T (8 x m64nhk32 per 32-key step; A = V^T from
+//                                                    registers, B = P^T)
 // One CTA per token. The producer warpgroup gathers Q and the K tiles (gather.cuh). Two consumer
 // warpgroups take alternate tiles and run independent online softmaxes (each its own maxima, sums
 // and O^T over its tiles), merged once at the end, so neither waits for the other inside the key
-// loop. A consumer transposes its own tiles into its V^T buffer (transpose_v.cuh, while the first
-// score chains run) and writes P^T (heads x keys, keys in V^T's permuted order) for the B operand.
+// loop. A consumer builds V^T's A fragments of its tile in registers from the gathered rows, as the
+// 64-head kernel's two math groups do for their d_v halves together (value_layout.h: no transposed
+// copy is written), while the first score chains run, and writes P^T (heads x keys, keys in the
+// fragments' order, key_order.h) for the B operand.
 #pragma once
 
 #include <cmath>
@@ -29,7 +32,7 @@
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/score_gemm.cuh"
-#include "sparse_mla/transpose_v.cuh"
+#include "sparse_mla/value_gemm.cuh"
 
 namespace fp8dsa::detail::sparse_mla {
 
@@ -65,7 +68,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   constexpr int kR = SC::kAccRegs, kCols = SC::kColumns;
   const int warp = thread / 32, lane = thread % 32;
   const int row_lo = warp * 16 + lane / 4;  // the thread's two rows (keys): row_lo, row_lo + 8
-  const uint32_t vt = smem + SC::kVtOffset + c * SC::kVtTileBytes;
+  // V^T's fragments: d_v half w is value group w's layout (value_layout.h), O^T block 4w + mb.
+  const ValueLoads value_load[2] = {value_loads(0, thread), value_loads(1, thread)};
   const uint32_t pt = smem + SC::kPtOffset + c * SC::kPtBytes;
   float* col_max_buf = reinterpret_cast<float*>(smem_ptr + SC::kColMaxOffset) + c * 4 * kH;
   const int32_t* indices = token_indices(p, token);
@@ -100,6 +104,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   };
   load_indices(c);
 
+  uint32_t vfrag[2][2][4][4];  // [k-step][d_v half][block][register]: the tile's V^T, 64 registers
   float s[kR], part[2][kR];
   bool valid_lo = false, valid_hi = false;
   uint32_t k_tile = 0;
@@ -115,13 +120,30 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
     desc_k = hopper::kmajor_descriptor(k_tile, Swizzle::k64B, SC::kKeysPerTile, 0);
     start_qk_chains<Shape, kQkChains>(s, part, desc_k, desc_q);
   };
-  // Once this consumer's previous P.V is done: V^T of the tile while the first chains run, the
-  // other chains, and the K stage goes back to the producer.
+  // Once this consumer's previous P.V is done: V^T's fragments of the tile while the first chains
+  // run, the other chains, and the K stage goes back to the producer.
   const auto finish_scores = [&]() {
-    transpose_v(k_tile, vt, thread);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int w = 0; w < 2; ++w) load_value_fragments(vfrag[ks][w], k_tile, value_load[w], ks);
     finish_qk_chains<Shape, kQkChains>(s, part, desc_k, desc_q);
-    hopper::fence_proxy_async_smem();        // the V^T stores, for this consumer's P.V
-    hopper::mbarrier_arrive(&empty[stage]);  // QK^T and the transpose are done with the K tile
+    hopper::mbarrier_arrive(&empty[stage]);  // QK^T and the fragments' loads are done with the K tile
+  };
+
+  // O^T and the fragments as operands of the P.V in flight: fenced before the issue and after the
+  // wait that covers it, so that no other value takes their registers in between.
+  const auto pv_operands_fence = [&]() {
+#pragma unroll
+    for (int b = 0; b < SC::kDvBlocks; ++b) hopper::wgmma_fence_operands(o[b]);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+      for (int w = 0; w < 2; ++w)
+#pragma unroll
+        for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) hopper::wgmma_fence_operand(vfrag[ks][w][mb][j]);
   };
 
   // Softmax over the tile's keys (the rows) for each head (column), then P^T and P.V.
@@ -194,16 +216,17 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
     }
     hopper::fence_proxy_async_smem();  // the P^T bytes, for the wgmma below
     hopper::named_barrier_sync(kBarrierPtReady + c, 128);
-#pragma unroll
-    for (int b = 0; b < SC::kDvBlocks; ++b) hopper::wgmma_fence_operands(o[b]);
+    pv_operands_fence();
     hopper::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
 #pragma unroll
-      for (int b = 0; b < SC::kDvBlocks; ++b) {
-        const uint64_t desc_vt = hopper::kmajor_descriptor(vt + b * 64 * 64, Swizzle::k64B, 64, 32 * ks);
-        hopper::WgmmaE4m3<kH>::ss(o[b], desc_vt, hopper::advance_descriptor(desc_pt, 32 * ks), true);
-      }
+      for (int w = 0; w < 2; ++w)
+#pragma unroll
+        for (int mb = 0; mb < 4; ++mb) {
+          hopper::WgmmaE4m3<kH>::rs(o[4 * w + mb], vfrag[ks][w][mb], hopper::advance_descriptor(desc_pt, 32 * ks),
+                                    true);
+        }
     }
     hopper::wgmma_commit_group();
   };
@@ -221,16 +244,14 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   for (; tile < last_tile; tile += 2) {
     softmax_and_pv(tile);
     start_scores(tile + 2);
-    hopper::wgmma_wait_group<kStartedQkChains<kQkChains>>();  // this tile's P.V (V^T is rewritten next)
-#pragma unroll
-    for (int b = 0; b < SC::kDvBlocks; ++b) hopper::wgmma_fence_operands(o[b]);
+    hopper::wgmma_wait_group<kStartedQkChains<kQkChains>>();  // this tile's P.V (V^T is rebuilt next)
+    pv_operands_fence();
     finish_scores();
   }
   if (my_tiles > 0) {
     softmax_and_pv(tile);
     hopper::wgmma_wait_group<0>();
-#pragma unroll
-    for (int b = 0; b < SC::kDvBlocks; ++b) hopper::wgmma_fence_operands(o[b]);
+    pv_operands_fence();
   }
 
   // Merge. Per column: this consumer's sums over its rows, then over the warp, then its 4 warps.
@@ -292,16 +313,17 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   hopper::named_barrier_sync(kBarrierMerged, 256);
   if constexpr (c == 1) return;
   // Consumer 0: O = (own O^T * s0 + consumer 1's) * out_scale, staged as bf16 [head][512 + 8] in
-  // the V^T buffers, then written out as 16-byte row pieces.
-  constexpr uint32_t kStageRow = SC::kDv * 2 + 16;
-  const uint32_t stage_base = smem + SC::kVtOffset;
+  // the K ring after consumer 1's O^T, then written out as 16-byte row pieces. Row half hh of block
+  // 4w + mb is d_v column value_dv(w, warp, lane) + 2 mb + hh (value_layout.h).
+  constexpr uint32_t kStageRow = SC::kOutStageRowBytes;
+  const uint32_t stage_base = smem + SC::kOutStageOffset;
 #pragma unroll
   for (int b = 0; b < SC::kDvBlocks; ++b)
 #pragma unroll
     for (int r = 0; r < kR; ++r) {
       const int j = column_slot(r);
       const float v = (o[b][r] * scale_own[j] + o1[(b * kR + r) * 128 + thread]) * out_scale[j];
-      const int dv = b * 64 + hopper::acc_row(warp, lane, r);
+      const int dv = value_dv(b / 4, warp, lane) + 2 * (b % 4) + (r / 2) % 2;
       hopper::sts16(stage_base + hopper::acc_col(lane, r) * kStageRow + dv * 2,
                     __bfloat16_as_ushort(__float2bfloat16_rn(v)));
     }

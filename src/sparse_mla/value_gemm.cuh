@@ -1,4 +1,4 @@
-// The 64-head kernel's P.V, in the transposed orientation O^T[d_v][heads] += V^T . P^T, so that no
+// The P.V of the 64-head and small-head kernels, in the transposed orientation O^T[d_v][heads] += V^T . P^T, so that no
 // transposed copy of V is ever written: e4m3 wgmma takes only K-major operands, and with V^T as the
 // *register* A operand its fragments can be assembled from plain shared loads of the gathered
 // (K-major [keys][576]) rows and byte permutes. The layout: value_layout.h.

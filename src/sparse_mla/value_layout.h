@@ -1,6 +1,7 @@
 // Where the 64-head kernels' P.V finds and puts its data (host and device, so that the whole layout
 // is checked on the CPU: tests/sparse_mla/value_layout_test.cpp): the seesaw kernel's math groups and
-// the V3.2-row kernel's value groups (v32_value_layout.h), both "value groups" here.
+// the V3.2-row kernel's value groups (v32_value_layout.h), both "value groups" here; a small-head
+// consumer (small_heads_kernel.cuh) holds all of d_v as both groups' blocks.
 //
 // O^T[d_v][heads] += V^T . P^T, V^T the register A operand, P^T [64 heads][64 keys] the shared B
 // operand (K-major SW64, keys in the order of key_order.h). A value group w holds O^T for d_v

@@ -5,6 +5,7 @@
 // Also: the fragments' 8-byte loads of one instruction hit 32 distinct banks (half-warp phases).
 // The same for the V3.2-row kernel's layout (v32_value_layout.h): two 4-byte loads per key, and
 // every accumulator block's 64 rows inside one 128-column scale block.
+// And the small-head kernel's use of it: both value groups' blocks in one consumer, its own P^T.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -69,16 +70,16 @@ std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
 // The epilogue's reading of O^T (from emulate_value_mma) for value group w: register 4c + 2hh + e of
 // block mb is head value_head(lane, c, e) and column dv_of(warp, lane, mb, hh), and holds
 // sum_key P[head][key] V[key][dv] (V rows of v_row elements); every (head, column) of the group's
-// columns once.
+// columns once. `heads` is the accumulator's N (64; 16 or 8 for the small-head kernel).
 template <class DvOf>
 void expect_epilogue_reads_p_times_v(const std::vector<int64_t>& o, int w, DvOf&& dv_of,
                                      const std::vector<int>& p_values, const std::vector<int>& v_values, int v_row,
-                                     int dv_per_group) {
+                                     int dv_per_group, int heads = kHeads) {
   std::set<std::pair<int, int>> seen;
   for (int thread = 0; thread < 128; ++thread) {
     const int warp = thread / 32, lane = thread % 32;
     for (int mb = 0; mb < 4; ++mb)
-      for (int c = 0; c < 8; ++c)
+      for (int c = 0; c < heads / 8; ++c)
         for (int hh = 0; hh < 2; ++hh)
           for (int e = 0; e < 2; ++e) {
             const int r = 4 * c + 2 * hh + e;
@@ -94,7 +95,7 @@ void expect_epilogue_reads_p_times_v(const std::vector<int64_t>& o, int w, DvOf&
                 << "w=" << w << " thread=" << thread << " head=" << head << " dv=" << dv;
           }
   }
-  EXPECT_EQ(seen.size(), static_cast<size_t>(kHeads) * dv_per_group);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(heads) * dv_per_group);
 }
 
 TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
@@ -145,6 +146,54 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
         o, w, [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; }, p_values,
         v_values, C::kDqk, kValueGroupDv);
   }
+}
+
+// The small-head kernel (small_heads_kernel.cuh): one consumer holds both value groups' blocks
+// (O^T block 4w + mb) and writes P^T itself, byte P[head][key] at K position v_pos_of_key(key) of
+// an [h][64] K-major SW64 tile; its epilogue takes row half hh of block 4w + mb as d_v column
+// value_dv(w, warp, lane) + 2 mb + hh. Every (head, d_v) of the 16 x 512 once, equal to P V.
+TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
+  constexpr int kH = SmallHeadsConfig<16>::kHeads;
+  std::vector<uint8_t> tile(C::kKTileBytes);
+  const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 23);
+  for (int key = 0; key < kKeys; ++key)
+    for (int col = 0; col < C::kDqk; ++col)
+      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
+          static_cast<uint8_t>(v_values[key * C::kDqk + col]);
+  const std::vector<int> p_values = random_bytes(static_cast<size_t>(kH) * kKeys, 29);
+  std::vector<uint8_t> pt(SmallHeadsConfig<16>::kPtBytes, 0);
+  for (int head = 0; head < kH; ++head)
+    for (int key = 0; key < kKeys; ++key)
+      pt[hopper::kmajor_offset(hopper::Swizzle::k64B, kH, head, v_pos_of_key(key))] =
+          static_cast<uint8_t>(p_values[head * kKeys + key]);
+  const auto p_t = [&](int n, int k) {
+    return n < kH ? static_cast<int>(pt[hopper::kmajor_offset(hopper::Swizzle::k64B, kH, n, k)]) : 0;
+  };
+  std::set<std::pair<int, int>> cells;
+  for (int w = 0; w < 2; ++w) {
+    const std::vector<int64_t> o = emulate_value_mma(
+        [&](int thread) { return value_loads(w, thread); },
+        [&](uint32_t offset, uint32_t (&words)[2]) {
+          for (int i = 0; i < 2; ++i) {
+            words[i] = 0;
+            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
+          }
+        },
+        p_t);
+    const auto dv_of = [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; };
+    expect_epilogue_reads_p_times_v(o, w, dv_of, p_values, v_values, C::kDqk, kValueGroupDv, kH);
+    for (int thread = 0; thread < 128; ++thread)
+      for (int mb = 0; mb < 4; ++mb)
+        for (int r = 0; r < SmallHeadsConfig<16>::kAccRegs; ++r) {
+          const int warp = thread / 32, lane = thread % 32;
+          // The kernel's expression, with b = 4w + mb.
+          const int b = 4 * w + mb;
+          const int dv = value_dv(b / 4, warp, lane) + 2 * (b % 4) + (r / 2) % 2;
+          ASSERT_EQ(dv, dv_of(warp, lane, mb, (r / 2) % 2));
+          cells.insert({hopper::acc_col(lane, r), dv});
+        }
+  }
+  EXPECT_EQ(cells.size(), static_cast<size_t>(kH) * C::kDv);
 }
 
 // Shared memory serves a warp's 8-byte loads in two half-warp phases; a phase is conflict-free when

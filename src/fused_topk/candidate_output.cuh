@@ -82,6 +82,7 @@ class CandidateOutput {
   static constexpr bool kNeedsOwnTokens = true;
   static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
   static constexpr bool kSamples = kSampled;
+  static constexpr bool kEarlyDependents = false;  // the select kernel reads the buffers: no early start
   static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
   static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)
 

@@ -63,6 +63,7 @@ struct LogitsOutput {
   static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
   static constexpr bool kDeferStore = false;      // store() right after the tile's own epilogue
   static constexpr bool kSamples = false;         // no sample tiles before the key tiles
+  static constexpr bool kEarlyDependents = true;  // indexer_logits' masked fill (never these cells)
   template <class Cfg>
   static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
   __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
@@ -110,9 +111,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   uint64_t* q_full = empty + Cfg::kStages;
   __shared__ int block_range[2];
 
-  // A grid launched after this one as its programmatic dependent (indexer_logits' masked fill,
-  // whose cells this kernel never writes) may start once every CTA has started.
-  hopper::launch_dependents();
+  // With kEarlyDependents a grid launched after this one as its programmatic dependent
+  // (indexer_logits' masked fill, whose cells this kernel never writes) may start once every CTA
+  // has started.
+  if constexpr (Output::kEarlyDependents) hopper::launch_dependents();
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;

@@ -26,6 +26,7 @@ concept ScorerOutput =
       { O::kNeedsOwnTokens } -> std::convertible_to<bool>;                // needs a token block per consumer
       { O::kDeferStore } -> std::convertible_to<bool>;                    // a tile's cells stored under the next MMA
       { O::kSamples } -> std::convertible_to<bool>;                       // strided sample tiles scored first
+      { O::kEarlyDependents } -> std::convertible_to<bool>;               // a dependent grid may start early
       { O::template prepare<Cfg>(p, launch_args) } -> std::same_as<Status>;  // host: completes the Args
       { O::token_active(a, first_token, n, n) } -> std::same_as<bool>;   // (token, split, splits) in this launch
       O::empty_cta(a, s, first_token, n, n, n);                           // a CTA with no key tile (all threads)

@@ -16,7 +16,7 @@ using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
 struct NoFinish {
   using Args = LogitsOutput::Args;
   static constexpr int kSmemBytesPerConsumer = 0;
-  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false;
+  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
   template <class C>
   static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
   __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }

@@ -8,7 +8,9 @@ namespace fp8dsa::hopper {
 // Lets a grid launched after this one with the programmatic attribute be scheduled once every CTA
 // of this grid has executed it (or exited). One thread of a CTA suffices; without it, a CTA counts
 // at its exit. It changes nothing when no such grid follows.
-__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
 
 // Waits until the grids this one was launched after have completed and their memory is visible to
 // it. A grid that calls it also completes after them, so the work after it on the stream sees both.

@@ -37,6 +37,28 @@ std::vector<int> random_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
+// A gathered tile of `cols` columns (K-major SW64): V[key][d] = v_values[key * cols + d] at row key,
+// column d.
+std::vector<uint8_t> gathered_tile(size_t bytes, const std::vector<int>& v_values, int cols) {
+  std::vector<uint8_t> tile(bytes);
+  for (int key = 0; key < kKeys; ++key)
+    for (int col = 0; col < cols; ++col)
+      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
+          static_cast<uint8_t>(v_values[key * cols + col]);
+  return tile;
+}
+
+// The value fragments' 8-byte shared load (value_gemm.cuh: lds64) from `tile`.
+auto tile_load8(const std::vector<uint8_t>& tile) {
+  return [&tile](uint32_t offset, uint32_t (&words)[2]) {
+    EXPECT_EQ(offset % 8, 0u);
+    for (int i = 0; i < 2; ++i) {
+      words[i] = 0;
+      for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
+    }
+  };
+}
+
 // O^T = V^T P^T as the wgmma computes it from each value-group thread's fragments (built by
 // `loads` through load8, as the kernel does) and P^T(n, k): D[mb][m][n], over the tile's 64 keys.
 template <class Loads, class Load8, class PT>
@@ -99,13 +121,8 @@ void expect_epilogue_reads_p_times_v(const std::vector<int64_t>& o, int w, DvOf&
 }
 
 TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
-  // The gathered tile: V[key][d] = tile row key, column d.
-  std::vector<uint8_t> tile(C::kKTileBytes);
   const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 7);
-  for (int key = 0; key < kKeys; ++key)
-    for (int col = 0; col < C::kDqk; ++col)
-      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
-          static_cast<uint8_t>(v_values[key * C::kDqk + col]);
+  const std::vector<uint8_t> tile = gathered_tile(C::kKTileBytes, v_values, C::kDqk);
   // P[head][key], placed in the score group's accumulator registers, packed into words by the
   // fragment rule and stored at p_slot_offset.
   const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 11);
@@ -132,16 +149,8 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
 
   for (int w = 0; w < C::kNumMathGroups; ++w) {
     // Each thread's fragments, A[mb][m][k] of each k-step as the wgmma sees them, times P^T.
-    const std::vector<int64_t> o = emulate_value_mma(
-        [&](int thread) { return value_loads(w, thread); },
-        [&](uint32_t offset, uint32_t (&words)[2]) {
-          EXPECT_EQ(offset % 8, 0u);
-          for (int i = 0; i < 2; ++i) {
-            words[i] = 0;
-            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
-          }
-        },
-        p_t);
+    const std::vector<int64_t> o =
+        emulate_value_mma([&](int thread) { return value_loads(w, thread); }, tile_load8(tile), p_t);
     expect_epilogue_reads_p_times_v(
         o, w, [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; }, p_values,
         v_values, C::kDqk, kValueGroupDv);
@@ -154,12 +163,8 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
 // value_dv(w, warp, lane) + 2 mb + hh. Every (head, d_v) of the 16 x 512 once, equal to P V.
 TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
   constexpr int kH = SmallHeadsConfig<16>::kHeads;
-  std::vector<uint8_t> tile(C::kKTileBytes);
   const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 23);
-  for (int key = 0; key < kKeys; ++key)
-    for (int col = 0; col < C::kDqk; ++col)
-      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
-          static_cast<uint8_t>(v_values[key * C::kDqk + col]);
+  const std::vector<uint8_t> tile = gathered_tile(C::kKTileBytes, v_values, C::kDqk);
   const std::vector<int> p_values = random_bytes(static_cast<size_t>(kH) * kKeys, 29);
   std::vector<uint8_t> pt(SmallHeadsConfig<16>::kPtBytes, 0);
   for (int head = 0; head < kH; ++head)
@@ -171,15 +176,8 @@ TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
   };
   std::set<std::pair<int, int>> cells;
   for (int w = 0; w < 2; ++w) {
-    const std::vector<int64_t> o = emulate_value_mma(
-        [&](int thread) { return value_loads(w, thread); },
-        [&](uint32_t offset, uint32_t (&words)[2]) {
-          for (int i = 0; i < 2; ++i) {
-            words[i] = 0;
-            for (int b = 0; b < 4; ++b) words[i] |= static_cast<uint32_t>(tile[offset + 4 * i + b]) << (8 * b);
-          }
-        },
-        p_t);
+    const std::vector<int64_t> o =
+        emulate_value_mma([&](int thread) { return value_loads(w, thread); }, tile_load8(tile), p_t);
     const auto dv_of = [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; };
     expect_epilogue_reads_p_times_v(o, w, dv_of, p_values, v_values, C::kDqk, kValueGroupDv, kH);
     for (int thread = 0; thread < 128; ++thread)
@@ -240,12 +238,8 @@ TEST(SparseMlaValueLayout, ShareOffsetIsTheSwizzledChunk) {
 // V3.2 rows: V^T fragments from a nope tile (the first 512 columns of the 576-column tile above
 // serve: the nope tile is the same SW64 layout), O^T = V^T P^T, and the epilogue's columns.
 TEST(SparseMlaValueLayout, V32FragmentsMmaAndEpilogueComputePTimesV) {
-  std::vector<uint8_t> tile(V32Config::kNopeTileBytes);
   const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDv, 17);
-  for (int key = 0; key < kKeys; ++key)
-    for (int col = 0; col < C::kDv; ++col)
-      tile[hopper::kmajor_offset(hopper::Swizzle::k64B, kKeys, key, col)] =
-          static_cast<uint8_t>(v_values[key * C::kDv + col]);
+  const std::vector<uint8_t> tile = gathered_tile(V32Config::kNopeTileBytes, v_values, C::kDv);
   // P^T as the wgmma reads it: K position k of head n holds key v_key_at(k).
   const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 19);
   const auto p_t = [&](int n, int k) { return p_values[n * kKeys + v_key_at(k)]; };

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "hopper/swizzle.h"
@@ -160,13 +161,14 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
 // The small-head kernel (small_heads_kernel.cuh): one consumer holds both value groups' blocks
 // (O^T block 4w + mb) and writes P^T itself, byte P[head][key] at K position v_pos_of_key(key) of
 // an [h][64] K-major SW64 tile; its epilogue takes row half hh of block 4w + mb as d_v column
-// value_dv(w, warp, lane) + 2 mb + hh. Every (head, d_v) of the 16 x 512 once, equal to P V.
-TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
-  constexpr int kH = SmallHeadsConfig<16>::kHeads;
+// value_dv(w, warp, lane) + 2 mb + hh. Every (head, d_v) of the h x 512 once, equal to P V.
+template <int kH>
+void expect_small_heads_value_path_computes_p_times_v() {
+  SCOPED_TRACE("h=" + std::to_string(kH));
   const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 23);
   const std::vector<uint8_t> tile = gathered_tile(C::kKTileBytes, v_values, C::kDqk);
   const std::vector<int> p_values = random_bytes(static_cast<size_t>(kH) * kKeys, 29);
-  std::vector<uint8_t> pt(SmallHeadsConfig<16>::kPtBytes, 0);
+  std::vector<uint8_t> pt(SmallHeadsConfig<kH>::kPtBytes, 0);
   for (int head = 0; head < kH; ++head)
     for (int key = 0; key < kKeys; ++key)
       pt[hopper::kmajor_offset(hopper::Swizzle::k64B, kH, head, v_pos_of_key(key))] =
@@ -182,7 +184,7 @@ TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
     expect_epilogue_reads_p_times_v(o, w, dv_of, p_values, v_values, C::kDqk, kValueGroupDv, kH);
     for (int thread = 0; thread < 128; ++thread)
       for (int mb = 0; mb < 4; ++mb)
-        for (int r = 0; r < SmallHeadsConfig<16>::kAccRegs; ++r) {
+        for (int r = 0; r < SmallHeadsConfig<kH>::kAccRegs; ++r) {
           const int warp = thread / 32, lane = thread % 32;
           // The kernel's expression, with b = 4w + mb.
           const int b = 4 * w + mb;
@@ -192,6 +194,11 @@ TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
         }
   }
   EXPECT_EQ(cells.size(), static_cast<size_t>(kH) * C::kDv);
+}
+
+TEST(SparseMlaValueLayout, SmallHeadsFragmentsMmaAndEpilogueComputePTimesV) {
+  expect_small_heads_value_path_computes_p_times_v<16>();
+  expect_small_heads_value_path_computes_p_times_v<8>();
 }
 
 // Shared memory serves a warp's 8-byte loads in two half-warp phases; a phase is conflict-free when

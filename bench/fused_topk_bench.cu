@@ -17,6 +17,7 @@
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/topk.h"
 #include "indexer_inputs.h"
+#include "pipeline/params.h"
 #include "op_benches.h"
 
 namespace fp8dsa::bench {
@@ -114,6 +115,49 @@ Status bench_fused_shape(const BenchContext& ctx, int64_t num_tokens, int64_t nu
         return topk(select);
       },
       row, flops));
+
+  // The unfused path in token chunks, as prefill() runs it where its workspace holds the logits of
+  // some tokens only (pipeline/params.h: select_in_chunks): one [chunk, N] logits buffer.
+  tools::DeviceBytes chunked_indices, chunk_logits, chunk_topk_workspace;
+  FP8DSA_RETURN_IF_ERROR(chunked_indices.allocate(static_cast<size_t>(num_tokens) * kTopk * sizeof(int32_t)));
+  for (int64_t chunk : {256, 512, 1024}) {
+    if (chunk >= num_tokens) continue;
+    FP8DSA_RETURN_IF_ERROR(chunk_logits.allocate(static_cast<size_t>(chunk) * num_keys * sizeof(float)));
+    TopkParams chunk_select = select;
+    chunk_select.logits = chunk_logits.as<float>();
+    chunk_select.indices = chunked_indices.as<int32_t>();
+    chunk_select.num_rows = chunk;
+    TopkParams last = chunk_select;
+    last.num_rows = num_tokens % chunk;
+    const size_t topk_bytes =
+        std::max(topk_workspace_bytes(chunk_select), last.num_rows > 0 ? topk_workspace_bytes(last) : size_t{0});
+    FP8DSA_RETURN_IF_ERROR(chunk_topk_workspace.allocate(topk_bytes));
+    chunk_select.workspace = chunk_topk_workspace.get();
+    chunk_select.workspace_bytes = topk_bytes;
+    IndexerParams chunk_indexer = indexer;
+    chunk_indexer.logits = chunk_logits.as<float>();
+    row.shape = shape + " baseline=unfused_chunk" + std::to_string(chunk);
+    row.kernel = "indexer + topk, " + std::to_string(chunk) + " tokens at a time (logits " +
+                 std::to_string((size_t{4} * chunk * num_keys) >> 20) + " MiB)";
+    FP8DSA_RETURN_IF_ERROR(time_and_record(
+        ctx, sets,
+        [&](int s) {
+          return detail::pipeline::select_in_chunks(inputs[static_cast<size_t>(s)].params(chunk_indexer), chunk_select,
+                                                    chunk);
+        },
+        row, flops));
+    // The same sets as the whole batch's on the first input set (ties aside).
+    FP8DSA_RETURN_IF_ERROR(detail::pipeline::select_in_chunks(inputs[0].params(chunk_indexer), chunk_select, chunk));
+    FP8DSA_RETURN_IF_ERROR(indexer_logits(inputs[0].params(indexer)));
+    FP8DSA_RETURN_IF_ERROR(topk(select));
+    int64_t differing = 0, tied = 0;
+    FP8DSA_RETURN_IF_ERROR(
+        count_set_mismatches(chunked_indices, unfused_indices, logits, num_tokens, num_keys, &differing, &tied));
+    std::printf("  fused_topk %s: chunks of %lld tokens: %lld of %lld rows differ from the whole batch's sets, %lld "
+                "of them only by keys tied at the lowest selected score\n",
+                shape.c_str(), static_cast<long long>(chunk), static_cast<long long>(differing),
+                static_cast<long long>(num_tokens), static_cast<long long>(tied));
+  }
 
   row.shape = shape + " baseline=indexer_alone";
   row.kernel = indexer_kernel_name(indexer_route(indexer));

@@ -25,10 +25,17 @@ struct PrefillParams {
   SparseMlaParams attention;
   int topk = 2048;      // k of the selection and topk of the attention; a multiple of 64, <= 2048
   // The selection: true forces the fused score + top-k (no [T, N] logits buffer: for when memory
-  // counts). false takes the unfused indexer + top-k, measured faster at every shape (bench/RESULTS.md),
-  // where the workspace holds its logits, and the fused path where it holds only the fused path's
-  // needs (and indexer.kernel allows the Q-resident scorer).
+  // counts). false takes the unfused indexer + top-k, measured faster at every shape (bench/RESULTS.md):
+  //   - over all T tokens at once where the workspace holds their logits;
+  //   - else in chunks of tokens, each chunk's logits scored and selected before the next one's
+  //     (one [chunk, N] buffer), where the workspace holds the logits of at least
+  //     kMinSelectionChunkTokens tokens: the largest multiple of kSelectionChunkStep that fits;
+  //   - else the fused path, where the workspace holds its needs (and indexer.kernel allows the
+  //     Q-resident scorer).
   bool fused = false;
+  // The unfused path's chunk: 0 = as above; C > 0 = at most C tokens a chunk, whatever the
+  // workspace (prefill_workspace_bytes() then sizes for chunks of min(C, T) tokens).
+  int64_t selection_chunk_tokens = 0;
 
   // At least prefill_workspace_bytes(params) (with fused = true: the fused path's, usually far
   // smaller), kWorkspaceAlignment (256)-byte aligned.
@@ -37,10 +44,15 @@ struct PrefillParams {
   cudaStream_t stream = nullptr;  // overrides the stages' own streams
 };
 
+// The automatic chunk of the unfused selection (PrefillParams::fused): a multiple of the step, and
+// at least the minimum, below which the fused path is taken instead (bench/RESULTS.md).
+inline constexpr int64_t kSelectionChunkStep = 64;
+inline constexpr int64_t kMinSelectionChunkTokens = 256;
+
 Status validate(const PrefillParams& params);
 
-// The workspace prefill() needs: depends on indexer.num_tokens, indexer.num_keys, topk and fused
-// only (not on pointers). Rejects (InvalidArgument) a topk or size that validate() would reject,
+// The workspace prefill() needs: depends on indexer.num_tokens, indexer.num_keys, topk, fused and
+// selection_chunk_tokens only (not on pointers). Rejects (InvalidArgument) a topk or size that validate() would reject,
 // and a workspace that does not fit in size_t; *bytes is written only on success.
 Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes);
 // The same as a number: SIZE_MAX (no workspace suffices) where the form above fails.

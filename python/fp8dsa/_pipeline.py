@@ -39,21 +39,27 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
-    # The unfused path (faster at every shape measured) where its logits can be allocated, else the
-    # fused path's far smaller workspace: fp8dsa::prefill then selects the fused path by itself.
-    def workspace_for(fused_path):
-        return _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
-            index_q.shape[0], index_k.shape[0], topk, fused_path))
+    # The unfused path (faster at every shape measured) where its logits can be allocated; else the
+    # same path in chunks of tokens, from 4x the smallest chunk down to it (fp8dsa::prefill takes the
+    # largest chunk the workspace holds); else the fused path's far smaller workspace, which
+    # fp8dsa::prefill then selects by itself.
+    num_tokens = index_q.shape[0]
 
-    run_fused = bool(fused)
-    if not run_fused:
+    def workspace_for(fused_path, chunk=0):
+        return _arrays.workspace(q, _fp8dsa.prefill_workspace_bytes(
+            num_tokens, index_k.shape[0], topk, fused_path, chunk))
+
+    smallest = _fp8dsa.MIN_SELECTION_CHUNK_TOKENS
+    attempts = [] if fused else [0] + [c for c in (4 * smallest, smallest) if c < num_tokens]
+    workspace = None
+    for chunk in attempts:
         try:
-            workspace = workspace_for(False)
+            workspace = workspace_for(False, chunk)
+            break
         except Exception as error:
             if not _arrays.is_out_of_memory(error):
                 raise
-            run_fused = True
-    if run_fused:
+    if workspace is None:
         workspace = workspace_for(True)
     view = _arrays.dlpack_view
     inputs = (index_q, index_k, index_k_scale, weights, ks, ke, q, kv, attn_sink)
@@ -68,8 +74,9 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
 prefill.__doc__ += _SHAPES + """
     fused=True runs the fused score + top-k (no [T, N] logits in the workspace, the same selected
     rows, in ascending order; the indexer kernel must be "auto" or "q_resident"; see bench/RESULTS.md
-    for its speed). With fused=False the unfused path runs, faster at every shape measured, unless
-    its [T, N] logits cannot be allocated: then the fused path does. indexer_kernel and
+    for its speed). With fused=False the unfused path runs, faster at every shape measured: over all
+    T tokens where their [T, N] logits can be allocated, else in chunks of tokens whose logits can
+    (1024 or 256 tokens a chunk), else the fused path does. indexer_kernel and
     attention_kernel take the kernel names of indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
     cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
     capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).

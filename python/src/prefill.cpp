@@ -34,12 +34,14 @@ PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, co
   return p;
 }
 
-size_t prefill_workspace_bytes(int64_t num_tokens, int64_t num_keys, int topk, bool fused) {
+size_t prefill_workspace_bytes(int64_t num_tokens, int64_t num_keys, int topk, bool fused,
+                               int64_t selection_chunk_tokens) {
   PrefillParams p;
   p.indexer.num_tokens = num_tokens;
   p.indexer.num_keys = num_keys;
   p.topk = topk;
   p.fused = fused;
+  p.selection_chunk_tokens = selection_chunk_tokens;
   size_t bytes = 0;
   raise_if_error(fp8dsa::prefill_workspace_bytes(p, &bytes));
   return bytes;
@@ -81,7 +83,8 @@ void prefill_cpu(const InputArray& index_q, const InputArray& index_k, const Inp
 
 void bind_prefill(nb::module_& m) {
   m.def("prefill_workspace_bytes", &prefill_workspace_bytes, nb::arg("num_tokens"), nb::arg("num_keys"),
-        nb::arg("topk"), nb::arg("fused"));
+        nb::arg("topk"), nb::arg("fused"), nb::arg("selection_chunk_tokens") = 0);
+  m.attr("MIN_SELECTION_CHUNK_TOKENS") = fp8dsa::kMinSelectionChunkTokens;
   m.def("prefill", &prefill, nb::arg("index_q"), nb::arg("index_k"), nb::arg("index_k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
         nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),

@@ -199,3 +199,13 @@ class TestPrefill:
         with pytest.raises(ValueError, match=r"topk: k \(0\) must be in \[1, 2048\]"):
             fp8dsa._fp8dsa.topk_workspace_bytes(4, 200, 0)
         assert fp8dsa._fp8dsa.prefill_workspace_bytes(4, 200, 64, False) > 0
+        with pytest.raises(ValueError, match=r"prefill: selection_chunk_tokens \(-1\) must be >= 0"):
+            fp8dsa._fp8dsa.prefill_workspace_bytes(4, 200, 64, False, -1)
+
+    def test_chunked_selection_needs_one_chunks_logits(self):
+        # The unfused path in chunks of tokens holds one chunk's [chunk, N] logits instead of T's.
+        whole = fp8dsa._fp8dsa.prefill_workspace_bytes(4096, 32768, 2048, False)
+        chunk = fp8dsa._fp8dsa.MIN_SELECTION_CHUNK_TOKENS
+        part = fp8dsa._fp8dsa.prefill_workspace_bytes(4096, 32768, 2048, False, chunk)
+        assert whole - part >= (4096 - chunk) * 32768 * 4
+        assert fp8dsa._fp8dsa.prefill_workspace_bytes(4096, 32768, 2048, False, 4096) == whole

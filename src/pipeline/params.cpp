@@ -66,6 +66,10 @@ Status validate_shape(const PrefillParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_multiple(kOp, "topk", params.topk, 64));
   FP8DSA_RETURN_IF_ERROR(check_range(kOp, "topk", params.topk, 64, 2048));
   FP8DSA_RETURN_IF_ERROR(with_prefix(check_size("indexer", "num_tokens", params.indexer.num_tokens)));
+  if (params.selection_chunk_tokens < 0) {
+    return invalid_argument(concat(kOp, ": selection_chunk_tokens (", params.selection_chunk_tokens,
+                                   ") must be >= 0 (0: as the workspace allows)"));
+  }
   return with_prefix(check_size("indexer", "num_keys", params.indexer.num_keys));
 }
 

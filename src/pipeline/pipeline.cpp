@@ -1,6 +1,7 @@
 // The whole prefill: indexer scoring -> top-k -> sparse MLA on one stream, every intermediate in
 // the caller's workspace. No allocation and no host synchronisation, so the call is graph
 // capturable.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -39,6 +40,7 @@ size_t add_saturating(size_t a, size_t b) { return a > kSizeOverflow - b ? kSize
 
 // Where each intermediate lives inside the workspace (offsets from its start).
 struct WorkspacePlan {
+  int64_t chunk_tokens = 0;  // the unfused path's logits rows: tokens scored and selected at a time
   size_t logits_offset = 0;
   size_t logits_bytes = 0;  // 0 on the fused path
   int64_t ldl = 0;
@@ -51,9 +53,9 @@ struct WorkspacePlan {
 
 // The top-k call of the unfused path, minus the workspace pointers (the size query depends on the
 // shape only).
-TopkParams topk_params_for(const PrefillParams& params, int64_t ldl) {
+TopkParams topk_params_for(const PrefillParams& params, int64_t ldl, int64_t rows) {
   TopkParams topk;
-  topk.num_rows = params.indexer.num_tokens;
+  topk.num_rows = rows;
   topk.num_keys = params.indexer.num_keys;
   topk.ldl = ldl;
   topk.ks = params.indexer.ks;
@@ -76,28 +78,48 @@ FusedTopkParams fused_params_for(const PrefillParams& params) {
   return fused;
 }
 
-WorkspacePlan plan_workspace(const PrefillParams& params) {
+// The unfused path's chunk the params ask for: all T tokens, or selection_chunk_tokens of them.
+int64_t requested_chunk(const PrefillParams& params) {
+  const int64_t num_tokens = params.indexer.num_tokens;
+  const int64_t chunk = params.selection_chunk_tokens;
+  return chunk > 0 && chunk < num_tokens ? chunk : num_tokens;
+}
+
+// chunk_tokens: the unfused path's logits rows (ignored on the fused path).
+WorkspacePlan plan_workspace(const PrefillParams& params, int64_t chunk_tokens) {
   WorkspacePlan plan;
   const int64_t num_tokens = params.indexer.num_tokens;
   size_t offset = 0;
   if (!params.fused) {
+    plan.chunk_tokens = chunk_tokens;
     plan.ldl = detail::pipeline::logits_ldl(params.indexer.num_keys);
     plan.logits_offset = offset;
-    plan.logits_bytes = checked_bytes(num_tokens, plan.ldl, sizeof(float));
+    plan.logits_bytes = checked_bytes(chunk_tokens, plan.ldl, sizeof(float));
     offset = add_saturating(offset, align_up(plan.logits_bytes));
   }
   plan.indices_offset = offset;
   plan.indices_bytes = checked_bytes(num_tokens, params.topk, sizeof(int32_t));
   offset = add_saturating(offset, align_up(plan.indices_bytes));
   plan.topk_offset = offset;
-  plan.topk_bytes = params.fused ? fused_topk_workspace_bytes(fused_params_for(params))
-                                 : topk_workspace_bytes(topk_params_for(params, plan.ldl));
+  if (params.fused) {
+    plan.topk_bytes = fused_topk_workspace_bytes(fused_params_for(params));
+  } else {
+    // The top-k's workspace depends on its row count, not monotonically (only few rows use one):
+    // enough for a whole chunk and for the last, shorter one.
+    plan.topk_bytes = topk_workspace_bytes(topk_params_for(params, plan.ldl, chunk_tokens));
+    if (chunk_tokens > 0 && num_tokens % chunk_tokens != 0) {
+      plan.topk_bytes =
+          std::max(plan.topk_bytes, topk_workspace_bytes(topk_params_for(params, plan.ldl, num_tokens % chunk_tokens)));
+    }
+  }
   offset = add_saturating(offset, align_up(plan.topk_bytes));
   plan.total = offset;
   return plan;
 }
 
-// The unfused stages 1 and 2: logits into the workspace, then the top-k over them.
+WorkspacePlan plan_workspace(const PrefillParams& params) { return plan_workspace(params, requested_chunk(params)); }
+
+// The unfused stages 1 and 2, a chunk of plan.chunk_tokens tokens at a time.
 Status score_then_select(const PrefillParams& params, const WorkspacePlan& plan, float* logits, int32_t* indices,
                          char* base) {
   IndexerParams indexer = params.indexer;
@@ -105,14 +127,47 @@ Status score_then_select(const PrefillParams& params, const WorkspacePlan& plan,
   indexer.ldl = plan.ldl;
   indexer.fill_masked = false;  // top-k reads only [ks, ke)
   indexer.stream = params.stream;
-  FP8DSA_RETURN_IF_ERROR(indexer_logits(indexer));
-
-  TopkParams topk = topk_params_for(params, plan.ldl);
+  TopkParams topk = topk_params_for(params, plan.ldl, plan.chunk_tokens);
   topk.logits = logits;
   topk.indices = indices;
   topk.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
   topk.workspace_bytes = plan.topk_bytes;
-  return fp8dsa::topk(topk);
+  return detail::pipeline::select_in_chunks(indexer, topk, plan.chunk_tokens);
+}
+
+// How prefill() selects (PrefillParams::fused): fused, or unfused in chunks of chunk_tokens.
+struct Selection {
+  bool fused = false;
+  int64_t chunk_tokens = 0;
+};
+
+Selection choose_selection(const PrefillParams& params) {
+  if (params.fused) return {true, 0};
+  const int64_t wanted = requested_chunk(params);
+  const auto fits = [&](int64_t chunk) { return params.workspace_bytes >= plan_workspace(params, chunk).total; };
+  // An explicit chunk, or a workspace that holds the wanted one: as asked (a small workspace is
+  // then reported as such).
+  if (params.selection_chunk_tokens > 0 || fits(wanted)) return {false, wanted};
+  // A large multiple of the step that fits: the plan grows with the chunk's logits, but the top-k's
+  // workspace does not grow monotonically, so the search keeps only chunks checked to fit.
+  if (wanted > kMinSelectionChunkTokens && fits(kMinSelectionChunkTokens)) {
+    int64_t lo = kMinSelectionChunkTokens / kSelectionChunkStep, hi = (wanted - 1) / kSelectionChunkStep;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (fits(mid * kSelectionChunkStep)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return {false, lo * kSelectionChunkStep};
+  }
+  const bool scorer_allows = params.indexer.kernel == IndexerKernel::kAuto ||
+                             params.indexer.kernel == IndexerKernel::kQResident;
+  PrefillParams fused = params;
+  fused.fused = true;
+  if (scorer_allows && params.workspace_bytes >= plan_workspace(fused).total) return {true, 0};
+  return {false, wanted};
 }
 
 Status workspace_too_large(const PrefillParams& params) {
@@ -124,12 +179,17 @@ Status workspace_too_large(const PrefillParams& params) {
 Status prefill_unguarded(const PrefillParams& requested) {
   FP8DSA_RETURN_IF_ERROR(validate(requested));
   PrefillParams params = requested;
-  params.fused = detail::pipeline::runs_fused(requested);
-  const WorkspacePlan plan = plan_workspace(params);
+  const Selection selection = choose_selection(requested);
+  params.fused = selection.fused;
+  const WorkspacePlan plan = plan_workspace(params, selection.chunk_tokens);
   if (plan.total == kSizeOverflow) return workspace_too_large(params);
   if (params.workspace_bytes < plan.total) {
     std::string sizes = std::to_string(plan.total);
     if (!params.fused) {
+      if (params.selection_chunk_tokens == 0 && params.indexer.num_tokens > kMinSelectionChunkTokens) {
+        sizes += "; " + std::to_string(plan_workspace(params, kMinSelectionChunkTokens).total) +
+                 " for the unfused path in chunks of " + std::to_string(kMinSelectionChunkTokens) + " tokens";
+      }
       PrefillParams fused = params;
       fused.fused = true;
       sizes += "; " + std::to_string(plan_workspace(fused).total) + " with fused = true";
@@ -170,14 +230,39 @@ Status prefill_unguarded(const PrefillParams& requested) {
 
 }  // namespace
 
-bool detail::pipeline::runs_fused(const PrefillParams& params) {
-  if (params.fused) return true;
-  const bool scorer_allows = params.indexer.kernel == IndexerKernel::kAuto ||
-                             params.indexer.kernel == IndexerKernel::kQResident;
-  if (!scorer_allows || params.workspace_bytes >= plan_workspace(params).total) return false;
-  PrefillParams fused = params;
-  fused.fused = true;
-  return params.workspace_bytes >= plan_workspace(fused).total;
+bool detail::pipeline::runs_fused(const PrefillParams& params) { return choose_selection(params).fused; }
+
+Status detail::pipeline::select_in_chunks(const IndexerParams& indexer, const TopkParams& topk,
+                                          int64_t chunk_tokens) {
+  const IndexerParams whole = indexer.resolved();
+  if (chunk_tokens <= 0 && whole.num_tokens > 0) {
+    return invalid_argument("prefill: the selection's token chunk must be positive");
+  }
+  const int64_t ld_indices = topk.ld_indices > 0 ? topk.ld_indices : topk.k;
+  const int64_t q_token_bytes = whole.q_token_stride * dtype_bytes(whole.q_dtype);
+  for (int64_t t0 = 0; t0 < whole.num_tokens; t0 += chunk_tokens) {
+    IndexerParams part = whole;
+    part.num_tokens = std::min(chunk_tokens, whole.num_tokens - t0);
+    part.q = static_cast<const char*>(whole.q) + t0 * q_token_bytes;
+    part.w = whole.w + t0 * whole.w_token_stride;
+    part.ks = whole.ks + t0;
+    part.ke = whole.ke + t0;
+    FP8DSA_RETURN_IF_ERROR(indexer_logits(part));
+    TopkParams select = topk;
+    select.num_rows = part.num_tokens;
+    select.ks = part.ks;
+    select.ke = part.ke;
+    select.indices = topk.indices + t0 * ld_indices;
+    if (topk.row_seq != nullptr) select.row_seq = topk.row_seq + t0;
+    if (topk.row_pos_base != nullptr) select.row_pos_base = topk.row_pos_base + t0;
+    FP8DSA_RETURN_IF_ERROR(fp8dsa::topk(select));
+  }
+  return Status::ok();
+}
+
+int64_t detail::pipeline::selection_chunk(const PrefillParams& params) {
+  const Selection selection = choose_selection(params);
+  return selection.fused ? 0 : selection.chunk_tokens;
 }
 
 Status prefill_workspace_bytes(const PrefillParams& params, size_t* bytes) {

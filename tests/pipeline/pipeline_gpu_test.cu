@@ -264,5 +264,46 @@ TEST(PrefillGpu, FusedEqualsUnfused) {
   EXPECT_LT(std::sqrt(num / den), 2.5e-2);
 }
 
+// The unfused selection in token chunks (24, 24 and 16 of the 64 tokens: one [24, N] logits buffer)
+// against the whole batch at once, both on the Q-resident scorer: the same logits, so the same
+// index sets; the chunks' top-k may order a row's keys differently, which moves only the rounding of
+// out and lse.
+TEST(PrefillGpu, ChunkedSelectionEqualsWholeBatch) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  Problem pb(23);
+  ASSERT_GT(pb.t, 48);
+  tools::MlaDeviceOutputs whole = outputs(pb.t), chunked = outputs(pb.t);
+  PrefillParams p = pb.params(false, whole.out.get(), whole.lse.get(), whole.max_logits.get());
+  p.indexer.kernel = IndexerKernel::kQResident;
+  DeviceBuffer<uint8_t> workspace(prefill_workspace_bytes(p));
+  p.workspace = workspace.get();
+  p.workspace_bytes = workspace.size();
+  FP8DSA_ASSERT_STATUS_OK(prefill(p));
+  PrefillParams c = pb.params(false, chunked.out.get(), chunked.lse.get(), chunked.max_logits.get());
+  c.indexer.kernel = IndexerKernel::kQResident;
+  c.selection_chunk_tokens = 24;
+  ASSERT_LT(prefill_workspace_bytes(c), prefill_workspace_bytes(p));
+  DeviceBuffer<uint8_t> chunk_workspace(prefill_workspace_bytes(c));
+  c.workspace = chunk_workspace.get();
+  c.workspace_bytes = chunk_workspace.size();
+  EXPECT_TRUE(testing::reruns_bitwise_equal(
+      [&] { return prefill(c); },
+      {testing::rerun_output(chunked.out, "out"), testing::rerun_output(chunked.lse, "lse"),
+       testing::rerun_output(chunked.max_logits, "max_logits")}));
+  EXPECT_EQ(whole.max_logits.download(), chunked.max_logits.download());
+  const std::vector<float> lse_a = whole.lse.download(), lse_b = chunked.lse.download();
+  double lse_err = 0.0;
+  for (size_t i = 0; i < lse_a.size(); ++i) lse_err = std::max(lse_err, std::abs(double{lse_a[i]} - lse_b[i]));
+  EXPECT_LT(lse_err, 1e-4);
+  const std::vector<uint16_t> out_a = whole.out.download(), out_b = chunked.out.download();
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < out_a.size(); ++i) {
+    const double a = bf16_to_float(out_a[i]), b = bf16_to_float(out_b[i]);
+    num += (a - b) * (a - b);
+    den += a * a;
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-2);
+}
+
 }  // namespace
 }  // namespace fp8dsa

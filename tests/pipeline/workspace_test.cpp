@@ -205,6 +205,81 @@ TEST(Prefill, SelectsTheFusedPathWhereOnlyItsWorkspaceFits) {
   EXPECT_FALSE(detail::pipeline::runs_fused(p));
 }
 
+// selection_chunk_tokens = C: the logits of C tokens at a time, and the top-k's workspace for C rows.
+TEST(PrefillWorkspace, ChunkedSelectionHoldsOneChunksLogits) {
+  PrefillParams p = small_params();
+  p.selection_chunk_tokens = 50;
+  TopkParams topk;
+  topk.num_rows = 50;
+  topk.num_keys = 1075;
+  topk.ldl = 1076;
+  topk.k = p.topk;
+  topk.ld_indices = p.topk;
+  TopkParams last = topk;  // 179 = 3 x 50 + 29
+  last.num_rows = 29;
+  const size_t topk_bytes = std::max(topk_workspace_bytes(topk), topk_workspace_bytes(last));
+  EXPECT_EQ(prefill_workspace_bytes(p),
+            align256(50 * 1076 * 4) + align256(size_t{179} * p.topk * 4) + align256(topk_bytes));
+  for (int64_t whole : {179, 180, 1 << 20}) {  // a chunk of at least T tokens is the whole batch
+    p.selection_chunk_tokens = whole;
+    EXPECT_EQ(prefill_workspace_bytes(p), prefill_workspace_bytes(small_params())) << whole;
+  }
+  p.selection_chunk_tokens = -1;
+  size_t bytes = 0;
+  const Status s = prefill_workspace_bytes(p, &bytes);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("selection_chunk_tokens (-1) must be >= 0"), std::string::npos) << s.message();
+  EXPECT_EQ(validate(p).message(), s.message());
+}
+
+// fused = false with a workspace between the unfused path's whole need and the fused path's: the
+// unfused path in the largest chunk (a multiple of kSelectionChunkStep, at least
+// kMinSelectionChunkTokens) whose plan fits; an explicit chunk as asked.
+TEST(Prefill, ChunksTheUnfusedSelectionToTheWorkspace) {
+  PrefillParams p = small_params();
+  p.indexer.num_tokens = p.attention.num_tokens = 4096;
+  p.indexer.num_keys = p.attention.num_kv = 32768;
+  p.topk = 2048;
+  ASSERT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+  const auto need = [&](int64_t chunk) {
+    PrefillParams c = p;
+    c.selection_chunk_tokens = chunk;
+    return prefill_workspace_bytes(c);
+  };
+  p.workspace_bytes = prefill_workspace_bytes(p);
+  EXPECT_EQ(detail::pipeline::selection_chunk(p), 4096);
+  p.workspace_bytes = need(1000);
+  EXPECT_EQ(detail::pipeline::selection_chunk(p), 960);
+  EXPECT_FALSE(detail::pipeline::runs_fused(p));
+  p.workspace_bytes = need(kMinSelectionChunkTokens);
+  EXPECT_EQ(detail::pipeline::selection_chunk(p), kMinSelectionChunkTokens);
+  p.workspace_bytes = need(kMinSelectionChunkTokens) - 1;
+  EXPECT_NE(detail::pipeline::selection_chunk(p), kMinSelectionChunkTokens);
+  p.selection_chunk_tokens = 100;  // explicit: any chunk, whatever the workspace
+  p.workspace_bytes = prefill_workspace_bytes(p);
+  EXPECT_EQ(detail::pipeline::selection_chunk(p), 100);
+  PrefillParams f = p;
+  f.fused = true;
+  EXPECT_TRUE(detail::pipeline::runs_fused(f));
+  EXPECT_EQ(detail::pipeline::selection_chunk(f), 0);
+}
+
+TEST(Prefill, RejectsWorkspaceTooSmallNamingTheSmallestChunk) {
+  PrefillParams p = small_params();
+  p.indexer.num_tokens = p.attention.num_tokens = 4096;
+  p.indexer.num_keys = p.attention.num_kv = 32768;
+  PrefillParams c = p;
+  c.selection_chunk_tokens = kMinSelectionChunkTokens;
+  const size_t chunk_need = prefill_workspace_bytes(c);
+  p.workspace = testing::stand_in_arena();
+  p.workspace_bytes = 1024;
+  const Status s = prefill(p);
+  EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
+  EXPECT_NE(s.message().find(std::to_string(chunk_need) + " for the unfused path in chunks of 256 tokens"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(Prefill, RejectsMissingOrMisalignedWorkspace) {
   PrefillParams p = small_params();
   p.workspace = nullptr;

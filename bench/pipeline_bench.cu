@@ -169,9 +169,13 @@ Status run_pipeline_bench(const BenchContext& ctx) {
   // Every token sees more than topk keys, so the top-k fills all topk slots with valid rows.
   const double flops = 2.0 * kIndexHeads * kIndexDim * static_cast<double>(bounds.valid_pairs) +
                        2.0 * kHeads * (kDimQk + kDimV) * static_cast<double>(kTokens) * kTopk;
-  // Unfused (logits in the workspace) and fused (candidates only), on the same inputs.
-  for (bool fused : {false, true}) {
+  // Unfused (logits in the workspace), unfused in chunks of 512 tokens (one chunk's logits) and
+  // fused (candidates only), on the same inputs.
+  constexpr int64_t kChunk = 512;
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool fused = mode == 2;
     base.fused = fused;
+    base.selection_chunk_tokens = mode == 1 ? kChunk : 0;
     tools::DeviceBytes workspace;
     FP8DSA_RETURN_IF_ERROR(workspace.allocate(prefill_workspace_bytes(base)));
     base.workspace = workspace.get();
@@ -179,17 +183,19 @@ Status run_pipeline_bench(const BenchContext& ctx) {
 
     ResultRow row;
     row.op = "pipeline";
+    const std::string suffix = fused ? "causal fused" : mode == 1 ? "causal chunked" + std::to_string(kChunk) : "causal";
+    const std::string selection =
+        fused ? " fused topk" : mode == 1 ? " + topk, " + std::to_string(kChunk) + " tokens at a time" : " + topk";
     row.shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"h", kHeads}, {"H", kIndexHeads}, {"topk", kTopk}},
-                             fused ? "causal fused" : "causal");
-    row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) +
-                 (fused ? " fused topk" : " + topk") + " + sparse_mla:" +
+                             suffix.c_str());
+    row.kernel = std::string("indexer:") + indexer_kernel_name(indexer_route(base.indexer)) + selection + " + sparse_mla:" +
                  sparse_mla_kernel_name(sparse_mla_route(base.attention)) + " (workspace " +
                  std::to_string(workspace.bytes() >> 20) + " MiB)";
     auto launch = [&](int s) { return prefill(with_inputs(base, inputs[static_cast<size_t>(s)])); };
     const size_t at = ctx.results->rows().size();
     FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch, std::move(row),
                                            [&](double seconds, ResultRow& r) { r.tflops = flops / seconds / 1e12; }));
-    if (!fused && !ctx.deepgemm.empty() && !ctx.flashmla.empty() && at < ctx.results->rows().size()) {
+    if (mode == 0 && !ctx.deepgemm.empty() && !ctx.flashmla.empty() && at < ctx.results->rows().size()) {
       FP8DSA_RETURN_IF_ERROR(bench_anchor_stages(ctx, inputs[0], base, bounds, at, flops));
     }
   }

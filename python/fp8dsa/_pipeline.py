@@ -40,8 +40,8 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
     # The unfused path (faster at every shape measured) where its logits can be allocated; else the
-    # same path in chunks of tokens, from 4x the smallest chunk down to it (fp8dsa::prefill takes the
-    # largest chunk the workspace holds); else the fused path's far smaller workspace, which
+    # same path in chunks of tokens, twice the smallest chunk, then the smallest (fp8dsa::prefill takes
+    # the largest chunk the workspace holds); else the fused path's far smaller workspace, which
     # fp8dsa::prefill then selects by itself.
     num_tokens = index_q.shape[0]
 
@@ -50,7 +50,7 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
             num_tokens, index_k.shape[0], topk, fused_path, chunk))
 
     smallest = _fp8dsa.MIN_SELECTION_CHUNK_TOKENS
-    attempts = [] if fused else [0] + [c for c in (4 * smallest, smallest) if c < num_tokens]
+    attempts = [] if fused else [0] + [c for c in (2 * smallest, smallest) if c < num_tokens]
     workspace = None
     for chunk in attempts:
         try:
@@ -76,7 +76,7 @@ prefill.__doc__ += _SHAPES + """
     rows, in ascending order; the indexer kernel must be "auto" or "q_resident"; see bench/RESULTS.md
     for its speed). With fused=False the unfused path runs, faster at every shape measured: over all
     T tokens where their [T, N] logits can be allocated, else in chunks of tokens whose logits can
-    (1024 or 256 tokens a chunk), else the fused path does. indexer_kernel and
+    (1024 or 512 tokens a chunk), else the fused path does. indexer_kernel and
     attention_kernel take the kernel names of indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
     cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
     capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).

@@ -275,7 +275,8 @@ TEST(Prefill, RejectsWorkspaceTooSmallNamingTheSmallestChunk) {
   p.workspace_bytes = 1024;
   const Status s = prefill(p);
   EXPECT_EQ(s.code(), StatusCode::kWorkspaceTooSmall) << s.to_string();
-  EXPECT_NE(s.message().find(std::to_string(chunk_need) + " for the unfused path in chunks of 256 tokens"),
+  EXPECT_NE(s.message().find(std::to_string(chunk_need) + " for the unfused path in chunks of " +
+                             std::to_string(kMinSelectionChunkTokens) + " tokens"),
             std::string::npos)
       << s.message();
 }

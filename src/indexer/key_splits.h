@@ -16,12 +16,26 @@ namespace fp8dsa::detail::indexer {
 // split still amortises its Q load. H200, T = 4096 causal (bench/RESULTS.md, eighth session):
 // H = 64 (512 blocks, 3.9 an SM) one split against two 8.3% / 4% / 1.8% / 0.8% faster at N = 8K /
 // 16K / 32K / 64K, within 1% at 128K; H = 32 (256 blocks) keeps 3.
+//
+// The wide scorer runs one CTA an SM, so the grid runs in waves of `sms` CTAs: within two splits of
+// that aim, the count whose waves are fuller by more than 1% (the aim on a tie). T = 512 at H = 64
+// (64 blocks): 8 splits, 3.9 waves' worth in 4, where 9 ran 4.4 in 5 (the fifth 36% full).
 inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
   const int64_t sms = device_sm_count();
   if (token_blocks >= 3 * sms) return 1;
   const int64_t target = 4 * sms;
   const int64_t max_splits = std::max<int64_t>(1, (num_keys + 64 * 8 - 1) / (64 * 8));
-  return static_cast<int>(std::clamp<int64_t>((target + token_blocks - 1) / token_blocks, 1, max_splits));
+  const int64_t aim = std::clamp<int64_t>((target + token_blocks - 1) / token_blocks, 1, max_splits);
+  // Filled fraction of the grid's waves, in units of 1 / (waves * sms).
+  const auto fill = [&](int64_t splits) {
+    const int64_t ctas = token_blocks * splits;
+    return static_cast<double>(ctas) / static_cast<double>((ctas + sms - 1) / sms * sms);
+  };
+  int64_t best = aim;
+  for (int64_t splits = std::max<int64_t>(1, aim - 2); splits <= std::min(max_splits, aim + 2); ++splits) {
+    if (fill(splits) > fill(best) + 0.01) best = splits;
+  }
+  return static_cast<int>(best);
 }
 
 // Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)

@@ -4,6 +4,10 @@
 //   fp8dsa_sparse_mla_timing [reps=20] [N=32768]     the table
 //   fp8dsa_sparse_mla_timing tail [reps=20]         the 64-head kernel's last wave: never split, the
 //                                                    planner's choice and forced parts, over T
+//   fp8dsa_sparse_mla_timing overhead [reps=20]     each kernel with every token's list cut to L
+//                                                    keys (topk_length): time against tiles a CTA,
+//                                                    whose intercept is the cost a CTA pays whatever
+//                                                    its length (setup, pipeline fill and drain)
 //   fp8dsa_sparse_mla_timing profile H [chains] [transposed|padded]
 //                                                    one launch at N = 32768 (for ncu), nothing else
 #include <algorithm>
@@ -41,9 +45,10 @@ double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tu
 int main(int argc, char** argv) {
   const bool profile = argc > 1 && std::strcmp(argv[1], "profile") == 0;
   const bool tail = argc > 1 && std::strcmp(argv[1], "tail") == 0;
-  const int reps_arg = tail ? 2 : 1;  // "tail [reps]" or "[reps] [N]"
+  const bool overhead = argc > 1 && std::strcmp(argv[1], "overhead") == 0;
+  const int reps_arg = tail || overhead ? 2 : 1;  // "tail [reps]", "overhead [reps]" or "[reps] [N]"
   const int reps = !profile && argc > reps_arg ? std::max(5, std::atoi(argv[reps_arg])) : 20;
-  const int64_t n = !profile && !tail && argc > 2 ? std::atoll(argv[2]) : 32768;
+  const int64_t n = !profile && !tail && !overhead && argc > 2 ? std::atoll(argv[2]) : 32768;
   const int64_t T = 4096;
   const int topk = 2048, max_h = 128, d_qk = 576, d_v = 512;
 
@@ -111,6 +116,47 @@ int main(int argc, char** argv) {
         }
       }
     }
+    return 0;
+  }
+
+  if (overhead) {
+    // Least squares of ms against tiles a CTA, over the lengths; the intercept spread over the
+    // grid's waves is the per-CTA cost (us), whatever the length.
+    std::vector<int32_t> lengths(static_cast<size_t>(T));
+    int32_t* d_len = nullptr;
+    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_len, T * sizeof(int32_t)));
+    std::printf("%4s %6s %6s %9s\n", "h", "keys", "tiles", "ms");
+    for (int h : {128, 64, 16, 8}) {
+      double sx = 0, sy = 0, sxx = 0, sxy = 0;
+      int count = 0;
+      for (int keys : {2048, 1536, 1024, 512, 256}) {
+        std::fill(lengths.begin(), lengths.end(), keys);
+        FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_len, lengths.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice));
+        fp8dsa::SparseMlaParams p = params_for(h);
+        p.topk_length = d_len;
+        Fp8Tuning tuning;
+        tuning.tail_parts = 1;
+        const double ms = median_ms(p, reps, tuning);
+        const double tiles = keys / 64.0;
+        std::printf("%4d %6d %6.0f %9.4f\n", h, keys, tiles, ms);
+        sx += tiles;
+        sy += ms;
+        sxx += tiles * tiles;
+        sxy += tiles * ms;
+        ++count;
+      }
+      const double slope = (count * sxy - sx * sy) / (count * sxx - sx * sx);
+      const double intercept = (sy - slope * sx) / count;
+      // CTAs: one per token (two at h = 128); one CTA an SM.
+      int sms = 0;
+      FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      const double ctas = static_cast<double>(T) * (h == 128 ? 2 : 1);
+      const double waves = ctas / sms;
+      std::printf("h=%d: %.4f ms + %.4f ms a tile; at 32 tiles the fixed part is %.1f%%: %.2f us a CTA over %.1f waves\n",
+                  h, intercept, slope, 100.0 * intercept / (intercept + 32 * slope), intercept * 1e3 / waves,
+                  waves);
+    }
+    cudaFree(d_len);
     return 0;
   }
 

@@ -128,10 +128,12 @@ enum SeesawBarrier : uint32_t {
 };
 
 // The small-head kernel (h in {8, 16}): the transposed orientation, keys as the MMA rows. One CTA
-// per token: a producer warpgroup gathers Q and the K tiles into a ring; two consumer warpgroups
-// take alternate tiles, each scores S^T = K Q^T (m64nhk32), builds V^T's A fragments from its tile
-// in registers (value_layout.h) and runs its own online softmax and O^T[512][h] += V^T P^T; the
-// two are merged once at the end.
+// per two tokens: a producer warpgroup gathers both tokens' Q and their K tiles into one ring, the
+// tokens' tiles in turn; consumer warpgroup c takes token c's tiles (the ring's every other tile),
+// scores S^T = K Q^T (m64nhk32), builds V^T's A fragments from its tile in registers
+// (value_layout.h), runs the token's online softmax and O^T[512][h] += V^T P^T, and writes the
+// token's output itself. (One token a CTA, its tiles shared by the two consumers and merged at the
+// end, paid a CTA's fixed cost, about 6 us, per token: bench/RESULTS.md, fourteenth session.)
 template <int kH>
 struct SmallHeadsConfig : MlaShape {
   static_assert(kH == 8 || kH == 16, "the transposed kernel takes h in {8, 16}");
@@ -146,27 +148,23 @@ struct SmallHeadsConfig : MlaShape {
   static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
+  // Two tokens a CTA: consumer c takes token 2 blockIdx.x + c, its Q in slot c.
+  static constexpr int kTokensPerCta = 2;
   static constexpr uint32_t kQBytes = kH * kDqk;
+  static constexpr uint32_t kQSlotBytes = (kQBytes + 1023) / 1024 * 1024;
   static constexpr uint32_t kQOffset = 0;
-  static constexpr uint32_t kKOffset = (kQBytes + 1023) / 1024 * 1024;
+  static constexpr uint32_t kKOffset = kTokensPerCta * kQSlotBytes;
   static constexpr uint32_t kPtBytes = kH * kKeysPerTile < 1024 ? 1024 : kH * kKeysPerTile;
   static constexpr uint32_t kPtOffset = kKOffset + kNumKStages * kKTileBytes;  // one P^T per consumer
   static constexpr uint32_t kColMaxOffset = kPtOffset + 2 * kPtBytes;           // [consumer][warp][h] f32
-  static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;      // [consumer][warp][h] x 4 f32
+  static constexpr uint32_t kMergeOffset = kColMaxOffset + 2 * 4 * kH * 4;      // [consumer][warp][h] x 2 f32
   // Running maxima (true, reference) per head: [consumer][2 buffers][h] float2, so that they need
   // no registers.
-  static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 16;
+  static constexpr uint32_t kStateOffset = kMergeOffset + 2 * 4 * kH * 8;
   static constexpr uint32_t kBarrierOffset = kStateOffset + 2 * 2 * kH * 8;
   static constexpr uint32_t kNumBarriers = 2 * kNumKStages + 1;  // full[], empty[], q_full
   static constexpr uint32_t kSmemBytes = kBarrierOffset + kNumBarriers * 8;
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
-  // The end: consumer 1's O^T (f32) goes through the K ring to consumer 0, which stages the bf16
-  // output [h][512 + 8] in the ring after it.
-  static constexpr uint32_t kO1Bytes = 128 * kDvBlocks * kAccRegs * 4;
-  static constexpr uint32_t kOutStageRowBytes = kDv * 2 + 16;
-  static constexpr uint32_t kOutStageOffset = kKOffset + kO1Bytes;
-  static_assert(kO1Bytes + kH * kOutStageRowBytes <= kNumKStages * kKTileBytes,
-                "consumer 1's O^T and the staged bf16 output fit the K ring");
   static_assert(kSmemAlloc <= 227 * 1024, "exceeds the 227 KB of shared memory per CTA on sm_90");
   static_assert(kKOffset % 1024 == 0 && kPtOffset % 1024 == 0 && kPtBytes % 1024 == 0,
                 "wgmma tiles start on a swizzle-pattern boundary");
@@ -178,9 +176,7 @@ struct SmallHeadsConfig : MlaShape {
 // Named barriers of the small-head kernel (0 is __syncthreads).
 enum SmallHeadsBarrier : uint32_t {
   kBarrierColumnMax = 1,  // + consumer: a consumer's four warps published their column maxima
-  kBarrierPtReady = 3,    // + consumer: P^T (and V^T) of the tile written
-  kBarrierMerge = 5,      // both consumers: partial results published
-  kBarrierMerged = 6,     // both consumers: consumer 1's O^T in shared memory
+  kBarrierPtReady = 3,    // + consumer: P^T (and V^T) of the tile written; at the end, its sums
 };
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -26,6 +26,7 @@ struct KernelArgs {
   float* max_logits;  // [T, h] packed; optional
   int num_heads;
   int head_blocks;  // CTAs per token: ceil(num_heads / 64) for the 64-head kernel, 1 otherwise
+  int64_t num_tokens;  // the small-head kernel's CTA b runs tokens 2b and 2b + 1 (below num_tokens)
   // The keys of a token split into parts (the 64-head kernel's last wave, tail_split.h): CTA
   // (x, y) runs positions [y * part_keys, (y + 1) * part_keys) of its token's list and writes part
   // y's results at y * out_part_stride / y * lse_part_stride elements from out / lse / max_logits.

@@ -1,7 +1,7 @@
 // Host side of the native FP8 sparse MLA kernels: resolves strides, folds the scales and launches
 // the 64-head kernel (one CTA per token and 64-head block: h = 128 gives two CTAs per token that
 // share rows through L2; h = 32 one CTA with its rows past h zero) or, for h in {8, 16}, the
-// transposed small-head kernel (one CTA per token). DeepSeek-V3.2's 656-byte rows go to their own
+// transposed small-head kernel (one CTA per two tokens). DeepSeek-V3.2's 656-byte rows go to their own
 // 64-head kernel (v32_kernel.cuh) for every h. The 64-head kernel's last wave of CTAs is balanced by
 // splitting its tokens' keys (tail_split.h).
 #include <cmath>
@@ -165,6 +165,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   k.max_logits = r.max_logits;
   k.num_heads = r.num_heads;
   k.head_blocks = static_cast<int>(head_blocks);
+  k.num_tokens = r.num_tokens;
   k.part_keys = r.topk;
   k.out_part_stride = 0;
   k.lse_part_stride = 0;
@@ -174,7 +175,8 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
   const unsigned grid = static_cast<unsigned>(blocks);
   if (v32) return launch_v32(tuning.v32_q_terms, k, grid, r.stream);
   if (transposed) {
-    return r.num_heads == 8 ? launch_small_heads<8>(k, grid, r.stream) : launch_small_heads<16>(k, grid, r.stream);
+    const unsigned pairs = static_cast<unsigned>((r.num_tokens + 1) / 2);  // two tokens a CTA
+    return r.num_heads == 8 ? launch_small_heads<8>(k, pairs, r.stream) : launch_small_heads<16>(k, pairs, r.stream);
   }
   return launch_seesaw_balanced(tuning, k, r.num_tokens, r.stream);
 }

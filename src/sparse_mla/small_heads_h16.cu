@@ -1,4 +1,4 @@
-// The transposed-orientation FP8 sparse MLA kernel for h = 16 (one CTA per token).
+// The transposed-orientation FP8 sparse MLA kernel for h = 16 (one CTA per two tokens).
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
 #include "sparse_mla/launch_kernel.h"

@@ -5,13 +5,13 @@
 //                                                    kQkChains chains added in f32)
 //   O^T[512][h]     += V^T[512][64] . P^T[h][64]^T (8 x m64nhk32 per 32-key step; A = V^T from
 //                                                    registers, B = P^T)
-// One CTA per token. The producer warpgroup gathers Q and the K tiles (gather.cuh). Two consumer
-// warpgroups take alternate tiles and run independent online softmaxes (each its own maxima, sums
-// and O^T over its tiles), merged once at the end, so neither waits for the other inside the key
-// loop. A consumer builds V^T's A fragments of its tile in registers from the gathered rows, as the
-// 64-head kernel's two math groups do for their d_v halves together (value_layout.h: no transposed
-// copy is written), while the first score chains run, and writes P^T (heads x keys, keys in the
-// fragments' order, key_order.h) for the B operand.
+// One CTA per two tokens. The producer warpgroup gathers both tokens' Q and their K tiles into one
+// ring, the two tokens' tiles in turn (ring tile 2i + c is token c's tile i). Consumer warpgroup c
+// takes token c: the ring's every other tile, the token's online softmax, and its output, so that
+// neither consumer waits for the other. A consumer builds V^T's A fragments of its tile in registers
+// from the gathered rows, as the 64-head kernel's two math groups do for their d_v halves together
+// (value_layout.h: no transposed copy is written), while the first score chains run, and writes P^T
+// (heads x keys, keys in the fragments' order, key_order.h) for the B operand.
 #pragma once
 
 #include <cmath>
@@ -58,10 +58,13 @@ __host__ __device__ constexpr int column_slot(int r) { return (r / 4) * 2 + r % 
 // ... and the column of the thread's slot j (the inverse: hopper::acc_col of slot j's registers).
 __host__ __device__ constexpr int slot_column(int lane, int j) { return 8 * (j / 2) + 2 * (lane % 4) + j % 2; }
 
-// Consumer c (a template argument, so that its named-barrier ids are immediates).
+// Consumer c (a template argument, so that its named-barrier ids are immediates): token `token`
+// (none past p.num_tokens: then its length is 0 and it writes nothing), whose tiles are the ring's
+// tiles c, c + 2, ... below ring_tiles (2 x the larger of the two tokens' tile counts; the ring tiles
+// past this token's own are all invalid keys).
 template <int kH, int kQkChains, int c>
 __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uint8_t* smem_ptr, uint64_t* full,
-                                         uint64_t* empty, uint64_t* q_full, int64_t token, int length, int num_tiles,
+                                         uint64_t* empty, uint64_t* q_full, int64_t token, int length, int ring_tiles,
                                          int thread) {
   using SC = SmallHeadsConfig<kH>;
   using Shape = ScoreShape<kH, SC::kKeysPerTile>;
@@ -74,7 +77,7 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   float* col_max_buf = reinterpret_cast<float*>(smem_ptr + SC::kColMaxOffset) + c * 4 * kH;
   const int32_t* indices = token_indices(p, token);
   const float scale_log2 = p.score_scale_log2;
-  const uint64_t desc_q = hopper::kmajor_descriptor(smem + SC::kQOffset, Swizzle::k64B, kH, 0);
+  const uint64_t desc_q = hopper::kmajor_descriptor(smem + SC::kQOffset + c * SC::kQSlotBytes, Swizzle::k64B, kH, 0);
   const uint64_t desc_pt = hopper::kmajor_descriptor(pt, Swizzle::k64B, kH, 0);
 
   float o[SC::kDvBlocks][kR];
@@ -95,10 +98,11 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   if (thread < kH) max_state[thread] = make_float2(-INFINITY, -INFINITY);
   hopper::named_barrier_sync(kBarrierColumnMax + c, 128);  // (a consumer without tiles reads it at once)
 
-  // The key indices of the thread's two rows, loaded one tile ahead.
+  // The key indices of the thread's two rows, loaded one tile ahead (ring tile `tile` is the token's
+  // tile tile / 2).
   int32_t next_lo = -1, next_hi = -1;
   const auto load_indices = [&](int tile) {
-    const int pos = tile * SC::kKeysPerTile + row_lo;
+    const int pos = (tile / 2) * SC::kKeysPerTile + row_lo;
     next_lo = index_at(indices, pos, length);
     next_hi = index_at(indices, pos + 8, length);
   };
@@ -232,9 +236,10 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
   };
 
   wait_barrier(q_full, 0);
-  // This consumer's tiles: c, c + 2, ... below num_tiles. The last one is peeled: with a branch choosing
-  // between wait_group 1 and 0, ptxas loses track of the groups in flight and serialises every wgmma.
-  const int my_tiles = num_tiles > c ? (num_tiles - c + 1) / 2 : 0;
+  // This consumer's tiles: c, c + 2, ... below ring_tiles. The last one is peeled: with a branch
+  // choosing between wait_group 1 and 0, ptxas loses track of the groups in flight and serialises
+  // every wgmma.
+  const int my_tiles = ring_tiles / 2;
   const int last_tile = c + 2 * (my_tiles - 1);
   if (my_tiles > 0) {
     start_scores(c);
@@ -254,88 +259,105 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
     pv_operands_fence();
   }
 
-  // Merge. Per column: this consumer's sums over its rows, then over the warp, then its 4 warps.
-  // The last maxima are in buffer my_tiles % 2 (written before the last P^T barrier).
-  float4* merge = reinterpret_cast<float4*>(smem_ptr + SC::kMergeOffset);  // [consumer][warp][h]
+  // The end. Per column: the sums over the thread's rows, then over the warp, then the 4 warps'. The
+  // last maxima are in buffer my_tiles % 2 (written before the last P^T barrier).
+  float2* sums = reinterpret_cast<float2*>(smem_ptr + SC::kMergeOffset) + c * 4 * kH;  // [warp][h]
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
     const float f = column_sum8(sum_f32[j]), q = column_sum8(sum_e4m3[j]);
-    if (lane < 4) {
-      const int col = slot_column(lane, j);
-      const float2 state = max_state[(my_tiles % 2) * kH + col];
-      merge[(c * 4 + warp) * kH + col] = make_float4(state.y, state.x, f, q);
-    }
+    if (lane < 4) sums[warp * kH + slot_column(lane, j)] = make_float2(f, q);
   }
-  hopper::named_barrier_sync(kBarrierMerge, 256);
-  // Every thread now knows, per column, both consumers' reference maxima and totals.
-  float scale_own[kCols], out_scale[kCols];
+  hopper::named_barrier_sync(kBarrierPtReady + c, 128);
+  const bool token_exists = token < p.num_tokens;
   const int64_t cell0 = token * p.num_heads;
+  float out_scale[kCols];
 #pragma unroll
   for (int j = 0; j < kCols; ++j) {
     const int col = slot_column(lane, j);
-    float ref[2], mt[2], tf[2], tq[2];
+    float tf = 0.0f, tq = 0.0f;
 #pragma unroll
-    for (int cc = 0; cc < 2; ++cc) {
-      const float4 w0 = merge[(cc * 4) * kH + col];
-      ref[cc] = w0.x;
-      mt[cc] = w0.y;
-      tf[cc] = w0.z;
-      tq[cc] = w0.w;
-#pragma unroll
-      for (int wp = 1; wp < 4; ++wp) {
-        const float4 v = merge[(cc * 4 + wp) * kH + col];
-        tf[cc] += v.z;
-        tq[cc] += v.w;
-      }
+    for (int wp = 0; wp < 4; ++wp) {
+      const float2 v = sums[wp * kH + col];
+      tf += v.x;
+      tq += v.y;
     }
-    const float m = fmaxf(ref[0], ref[1]);
-    const float s0 = ref[0] == -INFINITY ? 0.0f : fast_exp2(ref[0] - m);
-    const float s1 = ref[1] == -INFINITY ? 0.0f : fast_exp2(ref[1] - m);
+    const float2 state = max_state[(my_tiles % 2) * kH + col];  // (true, reference)
     const float sink = p.attn_sink != nullptr ? p.attn_sink[col] : -INFINITY;
-    const RowResult rr = finish_row(fmaxf(mt[0], mt[1]), m, tf[0] * s0 + tf[1] * s1, tq[0] * s0 + tq[1] * s1, sink,
-                                    p.kv_scale);
+    const RowResult rr = finish_row(state.x, state.y, tf, tq, sink, p.kv_scale);
     out_scale[j] = rr.out_scale;
-    scale_own[j] = c == 0 ? s0 : s1;
-    if (c == 0 && warp == 0 && lane < 4) {
+    if (token_exists && warp == 0 && lane < 4) {
       p.lse[cell0 + col] = rr.lse;
       if (p.max_logits != nullptr) p.max_logits[cell0 + col] = rr.max_logit;
     }
   }
-  // Consumer 1 hands its scaled O^T to consumer 0 through the K ring (free: both consumers are past
-  // their last tile), register-major so that every access is one 4-byte word per lane in order.
-  float* o1 = reinterpret_cast<float*>(smem_ptr + SC::kKOffset);
-  if constexpr (c == 1) {
-#pragma unroll
-    for (int b = 0; b < SC::kDvBlocks; ++b)
-#pragma unroll
-      for (int r = 0; r < kR; ++r) o1[(b * kR + r) * 128 + thread] = o[b][r] * scale_own[column_slot(r)];
-  }
-  hopper::named_barrier_sync(kBarrierMerged, 256);
-  if constexpr (c == 1) return;
-  // Consumer 0: O = (own O^T * s0 + consumer 1's) * out_scale, staged as bf16 [head][512 + 8] in
-  // the K ring after consumer 1's O^T, then written out as 16-byte row pieces. Row half hh of block
-  // 4w + mb is d_v column value_dv(w, warp, lane) + 2 mb + hh (value_layout.h).
-  constexpr uint32_t kStageRow = SC::kOutStageRowBytes;
-  const uint32_t stage_base = smem + SC::kOutStageOffset;
-#pragma unroll
-  for (int b = 0; b < SC::kDvBlocks; ++b)
-#pragma unroll
-    for (int r = 0; r < kR; ++r) {
-      const int j = column_slot(r);
-      const float v = (o[b][r] * scale_own[j] + o1[(b * kR + r) * 128 + thread]) * out_scale[j];
-      const int dv = value_dv(b / 4, warp, lane) + 2 * (b % 4) + (r / 2) % 2;
-      hopper::sts16(stage_base + hopper::acc_col(lane, r) * kStageRow + dv * 2,
-                    __bfloat16_as_ushort(__float2bfloat16_rn(v)));
-    }
-  hopper::named_barrier_sync(kBarrierPtReady + c, 128);  // consumer 0's four warps staged it all
+  if (!token_exists) return;
+  // Each (head, d_v half w) the thread holds is 8 consecutive d_v columns (value_layout.h: block
+  // 4w + mb's row half hh is column value_dv(w, warp, lane) + 2 mb + hh): one 16-byte store.
   __nv_bfloat16* out = p.out + token * p.out_token_stride;
-  constexpr int kChunksPerRow = SC::kDv * 2 / 16;
-  for (int i = thread; i < kH * kChunksPerRow; i += 128) {
-    const int head = i / kChunksPerRow, chunk = i % kChunksPerRow;
-    uint32_t v[4];
-    hopper::lds128(v, stage_base + head * kStageRow + chunk * 16);
-    *reinterpret_cast<uint4*>(out + head * p.out_head_stride + chunk * 8) = make_uint4(v[0], v[1], v[2], v[3]);
+#pragma unroll
+  for (int j = 0; j < kCols; ++j) {
+    const int r0 = 4 * (j / 2) + j % 2;  // the slot's register of row half 0; r0 + 2 of row half 1
+    const float f = out_scale[j];
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      uint32_t words[4];
+#pragma unroll
+      for (int mb = 0; mb < 4; ++mb) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(o[4 * w + mb][r0] * f, o[4 * w + mb][r0 + 2] * f);
+        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      *reinterpret_cast<uint4*>(out + slot_column(lane, j) * p.out_head_stride + value_dv(w, warp, lane)) =
+          make_uint4(words[0], words[1], words[2], words[3]);
+    }
   }
+}
+
+// The producer warpgroup: both tokens' Q (slot c for token token0 + c; a token past p.num_tokens
+// gets zero rows), then the ring's tiles [0, ring_tiles): ring tile r is tile r / 2 of token
+// token0 + r % 2, its positions past the token's length invalid (zero rows). As produce_tiles
+// (gather.cuh) with TileGather::kInline: a tile's indices loaded just before its stage's empty wait.
+template <int kH>
+__device__ __forceinline__ void produce_token_pair(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
+                                                   uint64_t* q_full, int64_t token0, int length0, int length1,
+                                                   int ring_tiles, int thread) {
+  using SC = SmallHeadsConfig<kH>;
+  constexpr int kKeys = SC::kKeysPerTile;
+  constexpr int kPasses = kKeys / kGatherRowsPerPass;
+  const int quarter = thread % kGatherThreadsPerRow;
+  const int row_in_pass = thread / kGatherThreadsPerRow;
+  static_assert(kH <= kGatherRowsPerPass, "a token's Q rows in one pass");
+#pragma unroll
+  for (int t = 0; t < SC::kTokensPerCta; ++t) {
+    const bool exists = token0 + t < p.num_tokens;
+    const uint8_t* q = p.q + (exists ? token0 + t : token0) * p.q_token_stride;
+    if (row_in_pass < kH) {
+      gather_row<kH, RowCopy::kPerAtom>(smem + SC::kQOffset + t * SC::kQSlotBytes, row_in_pass,
+                                        exists ? q + row_in_pass * p.q_head_stride : q, exists, quarter);
+    }
+  }
+  hopper::cp_async_mbarrier_arrive_noinc(q_full);
+  for (int r = 0; r < ring_tiles; ++r) {
+    const int t = r % 2;
+    const int32_t* indices = token_indices(p, token0 + t);  // read only below the token's length
+    int32_t idx[kPasses];
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      idx[pass] = index_at(indices, (r / 2) * kKeys + pass * kGatherRowsPerPass + row_in_pass, t ? length1 : length0);
+    }
+    const int stage = r % SC::kNumKStages;
+    if (r >= SC::kNumKStages) wait_barrier(&empty[stage], ((r / SC::kNumKStages) - 1) & 1);
+    const uint32_t k_tile = smem + SC::kKOffset + stage * SC::kKTileBytes;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const bool valid = index_valid(idx[pass], p.num_kv);
+      const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
+      gather_row<kKeys, RowCopy::kPerAtom>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+    }
+    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  }
+  // No copy may outlive the thread that issued it.
+  hopper::cp_async_commit_group();
+  hopper::cp_async_wait_group<0>();
 }
 
 }  // namespace small_heads
@@ -357,25 +379,30 @@ __global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1) sparse_mla_
     hopper::mbarrier_init_fence();
   }
   __syncthreads();
-  const int64_t token = blockIdx.x;
+  const int64_t token0 = int64_t{blockIdx.x} * SC::kTokensPerCta;
   const int wg = threadIdx.x / 128;
   const int thread = threadIdx.x % 128;
-  // Each role reads the token's length itself: a value live across setmaxnreg got spilled.
+  // Each role reads the tokens' lengths itself: a value live across setmaxnreg got spilled.
+  const auto lengths = [&](int (&length)[2]) {
+#pragma unroll
+    for (int t = 0; t < SC::kTokensPerCta; ++t) length[t] = token0 + t < p.num_tokens ? token_length(p, token0 + t) : 0;
+    return 2 * max(tile_count(length[0]), tile_count(length[1]));
+  };
+  int length[2];
   if (wg == 0) {
     hopper::warpgroup_reg_dealloc<SC::kProducerRegs>();
-    const int length = token_length(p, token);
-    produce_tiles<kH, SC::kQOffset, SC::kKOffset, SC::kNumKStages, TileGather::kInline>(p, base.address, full, empty, q_full, token,
-                                                                   p.q + token * p.q_token_stride, kH, length,
-                                                                   tile_count(length), thread);
+    const int ring_tiles = lengths(length);
+    small_heads::produce_token_pair<kH>(p, base.address, full, empty, q_full, token0, length[0], length[1], ring_tiles,
+                                        thread);
   } else {
     hopper::warpgroup_reg_alloc<SC::kConsumerRegs>();
-    const int length = token_length(p, token);
+    const int ring_tiles = lengths(length);
     if (wg == 1) {
-      small_heads::consumer<kH, kQkChains, 0>(p, base.address, base.ptr, full, empty, q_full, token, length,
-                                              tile_count(length), thread);
+      small_heads::consumer<kH, kQkChains, 0>(p, base.address, base.ptr, full, empty, q_full, token0, length[0],
+                                              ring_tiles, thread);
     } else {
-      small_heads::consumer<kH, kQkChains, 1>(p, base.address, base.ptr, full, empty, q_full, token, length,
-                                              tile_count(length), thread);
+      small_heads::consumer<kH, kQkChains, 1>(p, base.address, base.ptr, full, empty, q_full, token0 + 1, length[1],
+                                              ring_tiles, thread);
     }
   }
 }

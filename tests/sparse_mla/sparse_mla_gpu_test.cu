@@ -175,7 +175,8 @@ TEST(SparseMlaFp8, HardNumerics) {
   run_case(scaled, 130030);
 }
 
-// h < 64: the transposed kernel (h = 8, 16) or the 64-head kernel with rows past h zero (h = 32).
+// h < 64: the transposed kernel (h = 8, 16; two tokens a CTA, so odd T leaves the last CTA one) or
+// the 64-head kernel with rows past h zero (h = 32).
 TEST(SparseMlaFp8, SmallHeadCounts) {
   FP8DSA_SKIP_WITHOUT_GPU();
   uint64_t seed = 140000;
@@ -184,6 +185,8 @@ TEST(SparseMlaFp8, SmallHeadCounts) {
     run_case(c, seed += 10);
     MlaCase strided{1500, 512, h, 17, true, true, true};
     run_case(strided, seed += 10);
+    // One token: the transposed kernel's CTA takes two, the second absent.
+    run_case(MlaCase{300, 128, h, 1, true, true}, seed += 10);
   }
 }
 

@@ -141,9 +141,11 @@ struct SmallHeadsConfig : MlaShape {
   static constexpr int kAccRegs = kH / 2;  // m64nh accumulator registers per thread
   static constexpr int kColumns = kH / 4;  // distinct heads (columns) a thread holds
   static constexpr int kDvBlocks = kDv / 64;  // O^T is 8 m64 blocks
-  // 5 stages (room freed by the V^T buffers) timed as 3 did: h = 16, H200, same call, 1.069 / 1.077
-  // ms against 1.045 / 1.093 (bench/RESULTS.md, tenth session).
-  static constexpr int kNumKStages = 3;
+  // With one token a CTA, 5 stages timed as 3 did (h = 16, H200: 1.069 / 1.077 ms against 1.045 /
+  // 1.093, bench/RESULTS.md, tenth session). Two tokens a CTA with the producer's indices a tile
+  // ahead: 4 stages 0.989 ms at h = 16 against 1.03 with 3 and 1.003-1.010 with 5; h = 8 0.844 /
+  // 0.840 / 0.835 (fourteenth session).
+  static constexpr int kNumKStages = 4;
   static constexpr int kThreads = 384;
   static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegs = 40;

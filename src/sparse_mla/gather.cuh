@@ -73,26 +73,21 @@ __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t
   }
 }
 
-// How a producer warpgroup schedules a tile. kIndicesAhead: a tile's indices loaded while the
-// previous tile's copies are issued (so that a stage already free does not wait for them), rows
-// copied with RowCopy::kImmediate. kInline: the indices loaded just before the stage's empty wait,
-// rows copied with RowCopy::kPerAtom. Measured on the H200 (bench/RESULTS.md, 2026-12-02):
-// kIndicesAhead makes the seesaw kernel 1.3-2% faster (either half alone: 0.7% or less); in the
-// small-head kernel (h = 16) the immediate copies were 7% slower, and the indices ahead alone
-// spilled its 40-register producer.
-enum class TileGather { kInline, kIndicesAhead };
-
-// A producer warpgroup (the small-head and the seesaw kernels): the kQRows rows of Q from q (its
-// first head; rows from q_rows on zero-filled), then tiles [0, num_tiles) of the token into the
-// kNumKStages-stage ring at kKOffset (full[s]: 128 cp.async arrivals; empty[s]: as many arrivals as
-// the consumers give), scheduled as kPlan says. Positions past `length` are invalid keys: their rows
-// are zero-filled.
-template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages, TileGather kPlan>
+// The seesaw kernel's producer warpgroup: the kQRows rows of Q from q (its first head; rows from
+// q_rows on zero-filled), then tiles [0, num_tiles) of the token into the kNumKStages-stage ring at
+// kKOffset (full[s]: 128 cp.async arrivals; empty[s]: as many arrivals as the consumers give). A
+// tile's indices are loaded while the previous tile's copies are issued (so that a stage already
+// free does not wait for them) and its rows copied with RowCopy::kImmediate: 1.3-2% faster than
+// loading them just before the stage's wait with RowCopy::kPerAtom (either half alone: 0.7% or less;
+// H200, bench/RESULTS.md, 2026-12-02). Positions past `length` are invalid keys: their rows are
+// zero-filled. (The small-head kernel gathers two tokens and has its own producer; there the
+// immediate copies were 7% slower.)
+template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
 __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
                                               uint64_t* q_full, int64_t token, const uint8_t* q, int q_rows,
                                               int length, int num_tiles, int thread) {
   constexpr int kKeys = MlaShape::kKeysPerTile;
-  constexpr RowCopy kCopy = kPlan == TileGather::kIndicesAhead ? RowCopy::kImmediate : RowCopy::kPerAtom;
+  constexpr RowCopy kCopy = RowCopy::kImmediate;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
 #pragma unroll
@@ -126,26 +121,18 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
     copy_rows(smem + kKOffset + stage * MlaShape::kKTileBytes, idx);
     hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
   };
-  if constexpr (kPlan == TileGather::kIndicesAhead) {
-    // Each tile from the indices in idx, loading the next tile's into next first (-1 past the
-    // token's length: no load). The loop takes tiles in pairs so that the two index sets swap roles
-    // without a copy (a copy waits for the load).
-    const auto produce = [&](int tile, const int32_t (&idx)[kPasses], int32_t (&next)[kPasses]) {
-      load_indices(tile + 1, next);
-      fill_stage(tile, idx);
-    };
-    int32_t idx_even[kPasses], idx_odd[kPasses];
-    load_indices(0, idx_even);
-    for (int tile = 0; tile < num_tiles; tile += 2) {
-      produce(tile, idx_even, idx_odd);
-      if (tile + 1 < num_tiles) produce(tile + 1, idx_odd, idx_even);
-    }
-  } else {
-    for (int tile = 0; tile < num_tiles; ++tile) {
-      int32_t idx[kPasses];
-      load_indices(tile, idx);
-      fill_stage(tile, idx);
-    }
+  // Each tile from the indices in idx, loading the next tile's into next first (-1 past the token's
+  // length: no load). The loop takes tiles in pairs so that the two index sets swap roles without a
+  // copy (a copy waits for the load).
+  const auto produce = [&](int tile, const int32_t (&idx)[kPasses], int32_t (&next)[kPasses]) {
+    load_indices(tile + 1, next);
+    fill_stage(tile, idx);
+  };
+  int32_t idx_even[kPasses], idx_odd[kPasses];
+  load_indices(0, idx_even);
+  for (int tile = 0; tile < num_tiles; tile += 2) {
+    produce(tile, idx_even, idx_odd);
+    if (tile + 1 < num_tiles) produce(tile + 1, idx_odd, idx_even);
   }
   // No copy may outlive the thread that issued it.
   hopper::cp_async_commit_group();

@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
     const int64_t token = blockIdx.x / p.head_blocks;
     const int head0 = static_cast<int>(blockIdx.x % p.head_blocks) * C::kHeads;
     const int length = token_length(p, token);
-    produce_tiles<C::kHeads, C::kQOffset, C::kKOffset, C::kNumKStages, TileGather::kIndicesAhead>(
+    produce_tiles<C::kHeads, C::kQOffset, C::kKOffset, C::kNumKStages>(
         p, base.address, bars.full, bars.empty, bars.q_full, token,
         p.q + token * p.q_token_stride + int64_t{head0} * p.q_head_stride, min(p.num_heads - head0, C::kHeads),
         length, 2 * ((tile_count(length) + 1) / 2), thread);

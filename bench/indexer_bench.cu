@@ -137,11 +137,12 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
   const auto launch = [&](bool fill) {
     return [&, fill](int s) { return indexer_logits(sets[static_cast<size_t>(s)].params(fill ? filled : base)); };
   };
-  // kRounds rounds of DeepGEMM, ours and ours with the fill in turn; each row is the median of its
-  // rounds' medians, so that the clocks' drift over the seconds this takes falls on the three alike
-  // (timed one after the other, a row of ours could differ from DeepGEMM's by 2-5% for no reason of
-  // its own: bench/RESULTS.md, tenth and thirteenth sessions).
-  constexpr int kRounds = 3;
+  // kRounds rounds of DeepGEMM, ours and ours with the fill in turn (ours with the fill first in odd
+  // rounds); each row is the median of its rounds' medians, so that the clocks' drift over the
+  // seconds this takes falls on the three alike (timed one after the other, a row of ours could
+  // differ from DeepGEMM's by 2-5% for no reason of its own, and the row timed second ran 0.1-0.4 ms
+  // slower at N >= 32K, H = 64: bench/RESULTS.md, tenth, thirteenth and fourteenth sessions).
+  constexpr int kRounds = 4;
   std::vector<double> anchor_ms, ours_ms[2];
   Status timed = Status::ok();
   for (int round = 0; round < kRounds; ++round) {
@@ -152,7 +153,8 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
     } else {
       timed = t;
     }
-    for (const bool fill : {false, true}) {
+    for (const bool second : {false, true}) {
+      const bool fill = second != (round % 2 == 1);
       tools::Timing timing;
       const Status st = tools::time_launches(ctx.stream, count, ctx.timing, launch(fill), &timing);
       if (!st.is_ok()) {

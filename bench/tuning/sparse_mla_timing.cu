@@ -8,6 +8,8 @@
 //                                                    keys (topk_length): time against tiles a CTA,
 //                                                    whose intercept is the cost a CTA pays whatever
 //                                                    its length (setup, pipeline fill and drain)
+//   fp8dsa_sparse_mla_timing phases                 where a seesaw CTA's time goes (a build with
+//                                                    FP8DSA_MLA_PHASE_PROBE=ON: phase_probe.cuh)
 //   fp8dsa_sparse_mla_timing profile H [chains] [transposed|padded]
 //                                                    one launch at N = 32768 (for ncu), nothing else
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "fp8dsa/sparse_mla.h"
 #include "gemm_yardstick.h"
 #include "sparse_mla/launch.h"
+#include "sparse_mla/phase_probe.cuh"
 #include "tools/timing.h"
 #include "tool_support.h"
 #include "tools/mla_workload.h"
@@ -117,6 +120,56 @@ int main(int argc, char** argv) {
       }
     }
     return 0;
+  }
+
+  if (argc > 1 && std::strcmp(argv[1], "phases") == 0) {
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+    // Where a seesaw CTA's time goes (phase_probe.cuh), h = 64 and 128, averaged over the CTAs; the
+    // cycles converted at the nominal clock (the SM's own runs lower under load).
+    using namespace fp8dsa::detail::sparse_mla;
+    int clock_khz = 0;
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    const double us_per_cycle = 1e3 / clock_khz;
+    for (int h : {64, 128}) {
+      Fp8Tuning tuning;
+      tuning.tail_parts = 1;
+      const fp8dsa::SparseMlaParams p = params_for(h);
+      for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(launch_sparse_mla_fp8(p, tuning));
+      FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+      std::vector<uint64_t> marks;
+      FP8DSA_TOOL_CHECK_OK(read_phase_probe(&marks));
+      const size_t ctas = static_cast<size_t>(std::min<int64_t>(kPhaseProbeCtas, T * (h / 64)));
+      std::vector<const uint64_t*> cta(ctas);
+      double fill = 0, pairs = 0, end = 0, producer_idle = 0, next = 0;
+      for (size_t i = 0; i < ctas; ++i) {
+        const uint64_t* m = &marks[i * kNumMarks];
+        cta[i] = m;
+        fill += double(m[kMarkFirstScore] - m[kMarkEntry]);
+        pairs += double(m[kMarkLoopEnd] - m[kMarkFirstScore]);
+        end += double(m[kMarkEnd] - m[kMarkLoopEnd]);
+        producer_idle += double(m[kMarkLoopEnd]) - double(m[kMarkProducerEnd]);
+      }
+      // The next CTA on the same SM (clock64 is the SM's own counter).
+      std::sort(cta.begin(), cta.end(), [](const uint64_t* a, const uint64_t* b) {
+        return a[kMarkSmid] != b[kMarkSmid] ? a[kMarkSmid] < b[kMarkSmid] : a[kMarkEntry] < b[kMarkEntry];
+      });
+      int gaps = 0;
+      for (size_t i = 1; i < ctas; ++i) {
+        if (cta[i][kMarkSmid] != cta[i - 1][kMarkSmid]) continue;
+        next += double(cta[i][kMarkEntry]) - double(cta[i - 1][kMarkEnd]);
+        ++gaps;
+      }
+      const double n = static_cast<double>(ctas);
+      std::printf("h=%d, %zu CTAs, us at %d MHz: entry -> first S %.2f; the pairs %.2f; last pair -> math group 0's "
+                  "end %.2f; -> the SM's next CTA %.2f; the producer idle at the end %.2f\n",
+                  h, ctas, clock_khz / 1000, fill / n * us_per_cycle, pairs / n * us_per_cycle, end / n * us_per_cycle,
+                  gaps > 0 ? next / gaps * us_per_cycle : 0.0, producer_idle / n * us_per_cycle);
+    }
+    return 0;
+#else
+    std::fprintf(stderr, "phases: configure with -DFP8DSA_MLA_PHASE_PROBE=ON\n");
+    return 2;
+#endif
   }
 
   if (overhead) {

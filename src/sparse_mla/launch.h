@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -65,6 +67,10 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
 // seesaw_heads64.cu: qk_chains one of kSeesawQkChainChoices; grid.y > 1 runs the key parts of
 // KernelArgs::part_keys.
 Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStream_t stream);
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+// The seesaw kernel's phase marks of its last launch (phase_probe.cuh): kPhaseProbeCtas x kNumMarks.
+Status read_phase_probe(std::vector<uint64_t>* marks);
+#endif
 // One per instantiation file (small_heads_h*.cu).
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);

@@ -4,7 +4,9 @@
 #include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "core/cuda_check.h"
 #include "sparse_mla/config.h"
 #include "sparse_mla/launch.h"
 #include "sparse_mla/launch_kernel.h"
@@ -27,6 +29,14 @@ constexpr std::array<SeesawLaunch, sizeof...(kChoice)> seesaw_launches(std::inde
   return {&launch_seesaw_chains<kSeesawQkChainChoices[kChoice]>...};
 }
 }  // namespace
+
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+Status read_phase_probe(std::vector<uint64_t>* marks) {
+  marks->assign(static_cast<size_t>(kPhaseProbeCtas) * kNumMarks, 0);
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(marks->data(), g_phase_probe, marks->size() * sizeof(uint64_t)));
+  return Status::ok();
+}
+#endif
 
 Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStream_t stream) {
   static constexpr auto kLaunches = seesaw_launches(std::make_index_sequence<std::size(kSeesawQkChainChoices)>{});

@@ -31,6 +31,7 @@
 #include "sparse_mla/gather.cuh"
 #include "sparse_mla/kernel_args.h"
 #include "sparse_mla/online_softmax.cuh"
+#include "sparse_mla/phase_probe.cuh"
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/score_gemm.cuh"
 #include "sparse_mla/score_rows.cuh"
@@ -163,6 +164,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     issue_plan_chain<Shape, Plan, 0>(lead, desc_q, k_descriptor(m));
     finish_after_lead<Shape, Plan>(s, lead, desc_q, k_descriptor(m));
   }
+  FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkFirstScore);
   // One pair; with kNext, the lead chain of the group's next tile runs on the tensor cores under the
   // softmax, and its other chains follow the pair's P.V.
   const auto run_pair = [&](int pair, auto next) {
@@ -219,6 +221,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
 
   // The end: both groups past their last P.V (the P slots free), then the rows' partial results
   // through shared memory; both groups finish the rows the same way, group 0 writes lse.
+  FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkLoopEnd);
   hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
   float4* row_state = reinterpret_cast<float4*>(smem_ptr + C::kRowStateOffset);
 #pragma unroll
@@ -267,6 +270,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       }
       *reinterpret_cast<uint4*>(out + head * p.out_head_stride) = make_uint4(words[0], words[1], words[2], words[3]);
     }
+  FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkEnd);
 }
 
 }  // namespace seesaw
@@ -276,6 +280,8 @@ template <int kLead, int kStep>
 __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_kernel(const KernelArgs p) {
   using C = SeesawConfig;
   extern __shared__ uint8_t smem_raw[];
+  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
+  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
   if (threadIdx.x == 0) seesaw::Barriers::at(aligned_smem_base(smem_raw).ptr).init();
   __syncthreads();
   const int wg = threadIdx.x / 128;
@@ -293,6 +299,7 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
         p, base.address, bars.full, bars.empty, bars.q_full, token,
         p.q + token * p.q_token_stride + int64_t{head0} * p.q_head_stride, min(p.num_heads - head0, C::kHeads),
         length, 2 * ((tile_count(length) + 1) / 2), thread);
+    FP8DSA_PHASE_MARK(thread == 0, kMarkProducerEnd);
   } else {
     hopper::warpgroup_reg_alloc<C::kMathRegs>();
     const SmemBase base = aligned_smem_base(smem_raw);

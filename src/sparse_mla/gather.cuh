@@ -73,6 +73,37 @@ __device__ __forceinline__ void gather_row(uint32_t tile, int row, const uint8_t
   }
 }
 
+// A producer thread's rows of a 64-key tile: one in each pass of kGatherRowsPerPass rows.
+constexpr int kTilePasses = MlaShape::kKeysPerTile / kGatherRowsPerPass;
+
+// The key indices of those rows in tile `tile` of a token's list (-1 past `length`: no load).
+__device__ __forceinline__ void load_tile_indices(const int32_t* indices, int tile, int length, int row_in_pass,
+                                                  int32_t (&idx)[kTilePasses]) {
+#pragma unroll
+  for (int pass = 0; pass < kTilePasses; ++pass) {
+    idx[pass] = index_at(indices, tile * MlaShape::kKeysPerTile + pass * kGatherRowsPerPass + row_in_pass, length);
+  }
+}
+
+// The ring's tile `ring_tile` into its stage of the kNumKStages-stage ring at `ring` once the stage
+// is free (empty[s]): the thread's rows from idx (invalid ones zero-filled), then its arrival on
+// full[s] once its copies land.
+template <int kNumKStages, RowCopy kCopy>
+__device__ __forceinline__ void fill_ring_stage(const KernelArgs& p, uint32_t ring, uint64_t* full, uint64_t* empty,
+                                                int ring_tile, const int32_t (&idx)[kTilePasses], int row_in_pass,
+                                                int quarter) {
+  const int stage = ring_tile % kNumKStages;
+  if (ring_tile >= kNumKStages) wait_barrier(&empty[stage], ((ring_tile / kNumKStages) - 1) & 1);
+  const uint32_t k_tile = ring + stage * MlaShape::kKTileBytes;
+#pragma unroll
+  for (int pass = 0; pass < kTilePasses; ++pass) {
+    const bool valid = index_valid(idx[pass], p.num_kv);
+    const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
+    gather_row<MlaShape::kKeysPerTile, kCopy>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
+  }
+  hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+}
+
 // The seesaw kernel's producer warpgroup: the kQRows rows of Q from q (its first head; rows from
 // q_rows on zero-filled), then tiles [0, num_tiles) of the token into the kNumKStages-stage ring at
 // kKOffset (full[s]: 128 cp.async arrivals; empty[s]: as many arrivals as the consumers give). A
@@ -86,7 +117,6 @@ template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
 __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
                                               uint64_t* q_full, int64_t token, const uint8_t* q, int q_rows,
                                               int length, int num_tiles, int thread) {
-  constexpr int kKeys = MlaShape::kKeysPerTile;
   constexpr RowCopy kCopy = RowCopy::kImmediate;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
@@ -99,37 +129,15 @@ __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
 
   const int32_t* indices = token_indices(p, token);
-  constexpr int kPasses = kKeys / kGatherRowsPerPass;
-  const auto load_indices = [&](int tile, int32_t (&idx)[kPasses]) {
-#pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      idx[pass] = index_at(indices, tile * kKeys + pass * kGatherRowsPerPass + row_in_pass, length);
-    }
-  };
-  const auto copy_rows = [&](uint32_t k_tile, const int32_t (&idx)[kPasses]) {
-#pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      const bool valid = index_valid(idx[pass], p.num_kv);
-      const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
-      gather_row<kKeys, kCopy>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
-    }
-  };
-  // Tile `tile` into its stage once the stage is free, from the indices in idx.
-  const auto fill_stage = [&](int tile, const int32_t (&idx)[kPasses]) {
-    const int stage = tile % kNumKStages;
-    if (tile >= kNumKStages) wait_barrier(&empty[stage], ((tile / kNumKStages) - 1) & 1);
-    copy_rows(smem + kKOffset + stage * MlaShape::kKTileBytes, idx);
-    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
-  };
   // Each tile from the indices in idx, loading the next tile's into next first (-1 past the token's
   // length: no load). The loop takes tiles in pairs so that the two index sets swap roles without a
   // copy (a copy waits for the load).
-  const auto produce = [&](int tile, const int32_t (&idx)[kPasses], int32_t (&next)[kPasses]) {
-    load_indices(tile + 1, next);
-    fill_stage(tile, idx);
+  const auto produce = [&](int tile, const int32_t (&idx)[kTilePasses], int32_t (&next)[kTilePasses]) {
+    load_tile_indices(indices, tile + 1, length, row_in_pass, next);
+    fill_ring_stage<kNumKStages, kCopy>(p, smem + kKOffset, full, empty, tile, idx, row_in_pass, quarter);
   };
-  int32_t idx_even[kPasses], idx_odd[kPasses];
-  load_indices(0, idx_even);
+  int32_t idx_even[kTilePasses], idx_odd[kTilePasses];
+  load_tile_indices(indices, 0, length, row_in_pass, idx_even);
   for (int tile = 0; tile < num_tiles; tile += 2) {
     produce(tile, idx_even, idx_odd);
     if (tile + 1 < num_tiles) produce(tile + 1, idx_odd, idx_even);

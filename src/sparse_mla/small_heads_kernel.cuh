@@ -320,8 +320,6 @@ __device__ __forceinline__ void produce_token_pair(const KernelArgs& p, uint32_t
                                                    uint64_t* q_full, int64_t token0, int length0, int length1,
                                                    int ring_tiles, int thread) {
   using SC = SmallHeadsConfig<kH>;
-  constexpr int kKeys = SC::kKeysPerTile;
-  constexpr int kPasses = kKeys / kGatherRowsPerPass;
   const int quarter = thread % kGatherThreadsPerRow;
   const int row_in_pass = thread / kGatherThreadsPerRow;
   static_assert(kH <= kGatherRowsPerPass, "a token's Q rows in one pass");
@@ -335,31 +333,20 @@ __device__ __forceinline__ void produce_token_pair(const KernelArgs& p, uint32_t
     }
   }
   hopper::cp_async_mbarrier_arrive_noinc(q_full);
-  // Token t's tile i: its indices (-1 past the token's length: no load), then its stage.
-  const auto load_indices = [&](int t, int i, int32_t (&idx)[kPasses]) {
-    const int32_t* indices = token_indices(p, token0 + t);  // read only below the token's length
-#pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      idx[pass] = index_at(indices, i * kKeys + pass * kGatherRowsPerPass + row_in_pass, t ? length1 : length0);
-    }
+  // Token t's tile i: its indices (-1 past the token's length: no load).
+  const auto load_indices = [&](int t, int i, int32_t (&idx)[kTilePasses]) {
+    // token_indices is read only below the token's length
+    load_tile_indices(token_indices(p, token0 + t), i, t ? length1 : length0, row_in_pass, idx);
   };
-  const auto fill_stage = [&](int r, const int32_t (&idx)[kPasses]) {
-    const int stage = r % SC::kNumKStages;
-    if (r >= SC::kNumKStages) wait_barrier(&empty[stage], ((r / SC::kNumKStages) - 1) & 1);
-    const uint32_t k_tile = smem + SC::kKOffset + stage * SC::kKTileBytes;
-#pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      const bool valid = index_valid(idx[pass], p.num_kv);
-      const uint8_t* src = p.kv + (valid ? int64_t{idx[pass]} * p.kv_row_stride : 0);
-      gather_row<kKeys, RowCopy::kPerAtom>(k_tile, pass * kGatherRowsPerPass + row_in_pass, src, valid, quarter);
-    }
-    hopper::cp_async_mbarrier_arrive_noinc(&full[stage]);
+  const auto fill_stage = [&](int r, const int32_t (&idx)[kTilePasses]) {
+    fill_ring_stage<SC::kNumKStages, RowCopy::kPerAtom>(p, smem + SC::kKOffset, full, empty, r, idx, row_in_pass,
+                                                        quarter);
   };
   // Each ring tile's indices are loaded while the one before is copied; the loop takes the two
   // tokens' tiles together, so that the two index sets swap roles without a copy. (Against loading
   // them just before the stage's wait, with 4 stages: h = 16 3%, h = 8 4-5% faster; H200, fourteenth
   // session.)
-  int32_t idx_a[kPasses], idx_b[kPasses];
+  int32_t idx_a[kTilePasses], idx_b[kTilePasses];
   load_indices(0, 0, idx_a);
   for (int r = 0; r < ring_tiles; r += 2) {  // ring_tiles is even
     load_indices(1, r / 2, idx_b);

@@ -6,7 +6,7 @@
 //                                                    planner's choice and forced parts, over T
 //   fp8dsa_sparse_mla_timing overhead [reps=20]     each kernel with every token's list cut to L
 //                                                    keys (topk_length): time against tiles a CTA,
-//                                                    whose intercept is the cost a CTA pays whatever
+//                                                    whose intercept is the cost an item pays whatever
 //                                                    its length (setup, pipeline fill and drain)
 //   fp8dsa_sparse_mla_timing phases                 where a seesaw CTA's time goes (a build with
 //                                                    FP8DSA_MLA_PHASE_PROBE=ON: phase_probe.cuh)
@@ -173,8 +173,11 @@ int main(int argc, char** argv) {
   }
 
   if (overhead) {
-    // Least squares of ms against tiles a CTA, over the lengths; the intercept spread over the
-    // grid's waves is the per-CTA cost (us), whatever the length.
+    // Least squares of ms against tiles a CTA, over the lengths; the intercept spread over the items
+    // an SM runs (a token's 64-head block, or a token at h < 64) is the fixed cost an item pays (us),
+    // whatever the length.
+    int sms = 0;
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     std::vector<int32_t> lengths(static_cast<size_t>(T));
     int32_t* d_len = nullptr;
     FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_len, T * sizeof(int32_t)));
@@ -200,14 +203,11 @@ int main(int argc, char** argv) {
       }
       const double slope = (count * sxy - sx * sy) / (count * sxx - sx * sx);
       const double intercept = (sy - slope * sx) / count;
-      // CTAs: one per token (two at h = 128); one CTA an SM.
-      int sms = 0;
-      FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      const double ctas = static_cast<double>(T) * (h == 128 ? 2 : 1);
-      const double waves = ctas / sms;
-      std::printf("h=%d: %.4f ms + %.4f ms a tile; at 32 tiles the fixed part is %.1f%%: %.2f us a CTA over %.1f waves\n",
-                  h, intercept, slope, 100.0 * intercept / (intercept + 32 * slope), intercept * 1e3 / waves,
-                  waves);
+      const double items_per_sm = static_cast<double>(T) * (h == 128 ? 2 : 1) / sms;
+      std::printf("h=%d: %.4f ms + %.4f ms a tile; at 32 tiles the fixed part is %.1f%%: %.2f us an item over %.1f "
+                  "items an SM\n",
+                  h, intercept, slope, 100.0 * intercept / (intercept + 32 * slope), intercept * 1e3 / items_per_sm,
+                  items_per_sm);
     }
     cudaFree(d_len);
     return 0;

@@ -3,7 +3,8 @@
 //
 // A candidate is a (score key, key row) pair: the score as the order-preserving 32-bit key of
 // topk/radix_select.cuh (NaN lowest) and the absolute key row. Each (token, split) owns
-// `capacity` slots of a key array and of a row array (structure of arrays) and one count.
+// `capacity` slots of a key array and of a row array (structure of arrays), in kBufferParts parts
+// with a count each.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,14 @@ namespace fp8dsa::detail::fused_topk {
 // A tile of the scorer adds at most this many candidates per token (its key rows).
 inline constexpr int kTileKeys = 64;
 
+// Each (token, split) buffer is cut into kBufferParts equal parts, one per warp of the consumer
+// warpgroup that fills it (candidate_output.cuh): a warp appends its cells to its own part with a
+// count it keeps in registers, so no two warps share a counter. A warp holds 16 of a tile's 64 key
+// rows, so a tile adds at most kPartTileKeys cells to a part. Each part has its own count; the
+// select kernel reads the parts as kBufferParts consecutive "splits".
+inline constexpr int kBufferParts = 4;
+inline constexpr int kPartTileKeys = kTileKeys / kBufferParts;
+
 // Slots per (token, split): room for k survivors plus at least max(k, 512) new candidates
 // between two compactions, in 256-slot steps. k = 2048 gives 4096 (32 KB per (token, split)).
 constexpr int candidate_capacity(int k) {
@@ -26,14 +35,24 @@ static_assert(candidate_capacity(2048) == 4096 && candidate_capacity(1) == 768, 
 inline constexpr int kMaxCapacity = candidate_capacity(2048);  // the largest k gives the largest buffer
 static_assert(candidate_capacity(1) - kTileKeys >= 1 && candidate_capacity(2048) - kTileKeys >= 2048,
               "a compaction always leaves room for one more tile");
+// A compaction keeps at most k - 1 + (capacity - k) / 2 cells, spread evenly over the parts: each
+// part then has room for at least one more tile (checked for the smallest and the largest k).
+constexpr bool parts_keep_room(int k) {
+  const int capacity = candidate_capacity(k), part = capacity / kBufferParts;
+  const int kept = k - 1 + (capacity - k) / 2;
+  return capacity % (kBufferParts * 64) == 0 && (kept + kBufferParts - 1) / kBufferParts + kPartTileKeys <= part;
+}
+static_assert(parts_keep_room(1) && parts_keep_room(512) && parts_keep_room(2048), "every part keeps room for a tile");
 
 // Key splits of one token block (fused_topk.cpp: enough to give every SM a CTA), at most this
 // many, so the buffers of a few-token launch stay small.
 inline constexpr int kMaxKeySplits = 16;
+inline constexpr int kMaxBufferParts = kMaxKeySplits * kBufferParts;  // counts a token, at most
 
 // The prefloor's sample (candidate_output.cuh): every sample_stride()-th key of a split's range,
 // at least every 24th (about 4% more MMA work), and sparse enough that a split's sample always
-// fits its buffers without a compaction (at most capacity - 128 cells per token). 0 when no
+// fits its buffers without a compaction (at most capacity - 128 cells per token, so at most a
+// quarter of that per part: a warp holds 16 rows of every 64-row sample tile). 0 when no
 // split's range exceeds two capacities (its buffers compact about twice or less: a sample does
 // not pay). The three constants were chosen on the H200 (bench/RESULTS.md, 2026-12-01): minimum
 // strides 16 / 24 / 32 within 2% of each other, a target of 87% of capacity 3% faster than 100%
@@ -54,7 +73,7 @@ inline int sample_stride(int64_t num_keys, int splits, int capacity) {
 struct CandidateLayout {
   int64_t slots = 0;         // tokens * splits
   int capacity = 0;          // per slot
-  size_t counts_offset = 0;  // uint32_t [slots]
+  size_t counts_offset = 0;  // uint32_t [slots * kBufferParts]
   size_t keys_offset = 0;    // uint32_t [slots * capacity]
   size_t rows_offset = 0;    // int32_t  [slots * capacity]
   size_t total = 0;          // SIZE_MAX when the shape does not fit in size_t
@@ -69,7 +88,7 @@ inline CandidateLayout candidate_layout(int64_t num_tokens, int splits, int k) {
   l.slots = num_tokens * splits;
   l.capacity = candidate_capacity(k);
   // T < 2^31 and splits <= 16 (validated before), so slots * capacity * 4 < 2^31 * 16 * 8192 * 4.
-  const size_t counts = align_workspace(static_cast<size_t>(l.slots) * sizeof(uint32_t));
+  const size_t counts = align_workspace(static_cast<size_t>(l.slots) * kBufferParts * sizeof(uint32_t));
   const size_t entries = align_workspace(static_cast<size_t>(l.slots) * l.capacity * sizeof(uint32_t));
   l.counts_offset = 0;
   l.keys_offset = counts;

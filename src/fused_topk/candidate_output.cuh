@@ -6,9 +6,9 @@
 // top k" is one exact set and reruns are bitwise identical. A warpgroup scores its key tiles in
 // ascending key order, so a later key never beats an earlier one of equal score.
 //
-// Per (token, split) the workspace holds `capacity` slots (candidate_layout.h). Until the first
-// compaction every valid cell enters. When a tile leaves fewer than 64 free slots, the warpgroup
-// compacts the buffer: a radix select finds the bin of the k-th candidate, every candidate at or
+// Per (token, split) the workspace holds `capacity` slots in four parts, one per warp of the
+// warpgroup (candidate_layout.h). Until the first compaction every valid cell enters. When a part
+// may not have room for another tile, the warpgroup compacts the buffer: a radix select finds the bin of the k-th candidate, every candidate at or
 // above the bin's lowest value survives, and from then on a cell enters only if its key reaches
 // that value. Everything dropped or refused lies below at least k candidates, so it cannot be in
 // the top k. Where ties fill the bin (all-equal rows), the exact k-th is taken instead, exactly k
@@ -46,13 +46,14 @@
 
 namespace fp8dsa::detail::fused_topk {
 
-// A (token, split) whose prefloor let fewer than k cells in: rescored by the redo launch.
+// A (token, split) whose prefloor let fewer than k cells in: rescored by the redo launch. Set on
+// the count of its first part.
 inline constexpr uint32_t kRedoBit = 0x80000000u;
 // Fewer sample cells than this give no floor (the estimate would be noise).
 inline constexpr uint32_t kMinSampleCells = 32;
 
 struct CandidateArgs {
-  uint32_t* counts = nullptr;  // [T * splits]
+  uint32_t* counts = nullptr;  // [T * splits * kBufferParts]
   uint32_t* keys = nullptr;    // [T * splits * capacity]
   int32_t* rows = nullptr;     // [T * splits * capacity]
   int capacity = 0;
@@ -63,28 +64,33 @@ struct CandidateArgs {
   CUtensorMap sample_map{};    // every sample_stride-th row of K (prepare() builds it)
 };
 
+// One consumer warpgroup's shared state.
+struct CandidateShared {
+  static constexpr int kMaxTokens = 32;  // tokens of one warpgroup's block (H = 4: 128 / 4)
+  WarpgroupSelect::Shared select;
+  // The warps' part counts as published at a sync point, in two copies used in turn: a warp may
+  // publish the next ones while a slower warp still reads these (a barrier lies between).
+  uint32_t part_count[2][kMaxTokens][kBufferParts];
+  uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
+  uint32_t prefloor_mask;      // tokens whose floor came from the sample
+  uint32_t redo_mask;          // redo launch: the tokens it scores again
+};
+
+template <bool kSampled, class Epi>
+class CandidateConsumer;
+
 // kSampled: the launch scores the sample tiles first (a kernel of its own, so the launches
 // without a sample, the redo one included, keep the plain loop's code and registers).
 template <bool kSampled>
-class CandidateOutput {
- public:
+struct CandidateOutput {
   using Args = CandidateArgs;
-  static constexpr int kMaxTokens = 32;  // tokens of one warpgroup's block (H = 4: 128 / 4)
-  struct Shared {
-    WarpgroupSelect::Shared select;
-    uint32_t count[kMaxTokens];
-    uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
-    uint32_t full_mask;          // tokens whose buffer has fewer than kTileKeys free slots
-    uint32_t prefloor_mask;      // tokens whose floor came from the sample
-    uint32_t redo_mask;          // redo launch: the tokens it scores again
-  };
-  static constexpr int kSmemBytesPerConsumer = (sizeof(Shared) + 15) / 16 * 16;
+  template <class Epi>
+  using Consumer = CandidateConsumer<kSampled, Epi>;
+  static constexpr int kSmemBytesPerConsumer = (sizeof(CandidateShared) + 15) / 16 * 16;
   static constexpr bool kNeedsOwnTokens = true;
-  static constexpr bool kDeferStore = true;  // the store's atomics and stores overlap the next MMA
+  static constexpr bool kDeferStore = true;  // the store overlaps the next MMA
   static constexpr bool kSamples = kSampled;
   static constexpr bool kEarlyDependents = false;  // the select kernel reads the buffers: no early start
-  static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
-  static constexpr int kMaxFinal = 16;  // cells per lane and tile (H = 4: 16)
 
   // The strided view of K for the sample (host, per launch). A stride past TMA's limits leaves
   // the launch without a sample: every cell enters until the first compaction, as without one.
@@ -102,7 +108,7 @@ class CandidateOutput {
   }
 
   __device__ static bool token_active(const Args& a, int64_t token, int split, int splits) {
-    return !a.redo || (a.counts[token * splits + split] & kRedoBit) != 0u;
+    return !a.redo || (a.counts[(token * splits + split) * kBufferParts] & kRedoBit) != 0u;
   }
 
   // Sample rows [row0, row0 + 64 * tiles) of the strided view cover the split's keys
@@ -121,34 +127,63 @@ class CandidateOutput {
   __device__ static void empty_cta(const Args& a, const detail::indexer::ScorerArgs& args, int64_t first_token,
                                    int split, int block_tokens, int tid) {
     if (a.redo) return;  // its tokens keep the first launch's candidates
-    if (tid < block_tokens && first_token + tid < args.num_tokens) {
-      a.counts[(first_token + tid) * args.key_splits + split] = 0u;
+    for (int i = tid; i < block_tokens * kBufferParts; i += blockDim.x) {
+      const int64_t t = first_token + i / kBufferParts;
+      if (t < args.num_tokens) a.counts[(t * args.key_splits + split) * kBufferParts + i % kBufferParts] = 0u;
     }
   }
+};
 
-  __device__ CandidateOutput(const Args& a, const detail::indexer::ScorerArgs& args, uint8_t* smem, int wg_token0,
-                             int wg_tokens, int64_t first_token, int split)
+// The per-warpgroup side. Epi (indexer/scorer_epilogue.cuh) says which (token, key) cells a lane
+// holds: kTokensPerLane tokens, each in kSlotsPerToken consecutive slots (its two row halves).
+//
+// A warp appends to its own part of each buffer (candidate_layout.h), so a tile's store is per
+// token two ballots, a popcount and the global stores, with no shared atomic and no barrier: the
+// lanes holding one token in a warp (its `peers`) keep the same count in a register. The warps meet
+// only at sync points, when a part may not have room for another tile: the counts are published to
+// shared memory, every buffer with a full part is compacted (the whole warpgroup), and the
+// warpgroup takes as its next budget the tiles every part still has room for, so the next sync
+// point comes when the fullest part could fill, not after every tile.
+template <bool kSampled, class Epi>
+class CandidateConsumer {
+ public:
+  static constexpr int kFinal = Epi::kFinal;
+  static constexpr int kPairs = Epi::kTokensPerLane;  // tokens a lane holds, kSlots slots each
+  static constexpr int kSlots = Epi::kSlotsPerToken;
+  static_assert(Epi::slots_pair_by_token(), "a lane's slots pair up by token (scorer_epilogue.cuh)");
+  static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
+
+  __device__ CandidateConsumer(const CandidateArgs& a, const detail::indexer::ScorerArgs& args, uint8_t* smem,
+                               int wg_token0, int wg_tokens, int64_t first_token, int split)
       : a_(a),
         s_(shared_space(smem)),
         thread_(threadIdx.x % 128),
+        warp_(thread_ / 32),
         barrier_(kBarrierBase + threadIdx.x / 128),
         wg_token0_(wg_token0),
         wg_tokens_(wg_tokens),
         first_token_(first_token + wg_token0),
         num_tokens_(args.num_tokens),
         splits_(args.key_splits),
-        split_(split) {
-    if (thread_ < wg_tokens_) {
-      s_->count[thread_] = 0u;
-      s_->floor[thread_] = 0u;  // everything enters until the first compaction
+        split_(split),
+        part_capacity_(a.capacity / kBufferParts) {
+    const int lane = thread_ % 32;
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      token_[m] = Epi::slot_token(lane, m * kSlots);
+      peers_[m] = __match_any_sync(0xFFFFFFFFu, token_[m]);
+      count_[m] = 0u;
+      floor_[m] = 0u;  // everything enters until the first compaction
+      part_[m] = token_offset(token_[m]) + warp_ * part_capacity_;
     }
+    budget_ = part_capacity_ / kPartTileKeys;
+    if (thread_ < wg_tokens_) s_->floor[thread_] = 0u;
     if (thread_ < 32) {  // wg_tokens_ <= 32
       const int64_t t = first_token_ + thread_;
       const bool redo = a_.redo && thread_ < wg_tokens_ && t < num_tokens_ &&
-                        (a_.counts[t * splits_ + split_] & kRedoBit) != 0u;
+                        (a_.counts[(t * splits_ + split_) * kBufferParts] & kRedoBit) != 0u;
       const uint32_t mask = __ballot_sync(0xFFFFFFFFu, redo);
       if (thread_ == 0) {
-        s_->full_mask = 0u;
         s_->prefloor_mask = 0u;
         s_->redo_mask = mask;
       }
@@ -161,148 +196,182 @@ class CandidateOutput {
   // key_end).
   __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
     const WarpgroupSelect sel(&s_->select, barrier_, thread_);
+    publish_counts();
     sel.sync();  // every sample cell stored and counted
     for (int u = 0; u < wg_tokens_; ++u) {
       const int2 b = bounds[wg_token0_ + u];
       const int n = max(0, min(b.y, key_end) - max(b.x, key_begin));  // the token's keys in the split
-      const uint32_t m = s_->count[u];
+      uint32_t c[kBufferParts];
+      const uint32_t m = read_counts(u, c);
       uint32_t floor = 0u;
       if (n > a_.capacity - kTileKeys && m >= kMinSampleCells) {
         const uint64_t want = (static_cast<uint64_t>(a_.sample_target) * m + n - 1) / n;
         const uint32_t r = want < m ? static_cast<uint32_t>(want) : m;
         uint32_t v[kPer];
-        const uint32_t present = load_keys(a_.keys + slot_offset(u), m, v);
+        const uint32_t present = load_keys(a_.keys + token_offset(u), c, v);
         floor = sel.select(v, present, r).value;
       }
-      sel.sync();  // every thread has read count[u]
       if (thread_ == 0) {
-        s_->count[u] = 0u;
         s_->floor[u] = floor;
         if (floor != 0u) s_->prefloor_mask |= 1u << u;
       }
     }
-    if (thread_ == 0) s_->full_mask = 0u;  // never set by a sample (sample_stride()), cleared all the same
     sel.sync();
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      count_[m] = 0u;  // the buffers start again, empty, from the floors
+      floor_[m] = s_->floor[token_[m]];
+    }
+    budget_ = part_capacity_ / kPartTileKeys;
+    phase_ ^= 1;
   }
 
-  // Every lane offers its kFinal cells; the ones that enter take consecutive slots of their
-  // token's buffer, one shared atomic per (token, slot j) and warp, all issued before any result is
-  // used. Which lanes share a token in slot j is fixed by the epilogue's layout: found once.
-  template <int kFinal>
-  __device__ void store(const detail::indexer::TileCells<kFinal>& c, int lane) {
-    static_assert(kFinal <= kMaxFinal, "peer masks for every slot");
-    if (!peers_found_) {
-#pragma unroll
-      for (int j = 0; j < kFinal; ++j) peers_[j] = __match_any_sync(0xFFFFFFFFu, c.token[j]);
-      peers_found_ = true;
-    }
-    const int capacity = a_.capacity;
+  // Every lane offers its kFinal cells; per token, the ones that enter take the next slots of the
+  // warp's part in lane order.
+  template <int kCells>
+  __device__ void store(const detail::indexer::TileCells<kCells>& c, int lane) {
+    static_assert(kCells == kFinal, "the scorer's cells are Epi's");
     const uint32_t below = (1u << lane) - 1u;
-    uint32_t key[kFinal], group[kFinal], base[kFinal];
-    bool enter[kFinal];
 #pragma unroll
-    for (int j = 0; j < kFinal; ++j) {
-      const int u = c.token[j] - wg_token0_;
-      key[j] = detail::topk::order_key(c.value[j]);
-      enter[j] = c.valid[j] && key[j] >= s_->floor[u];
-      group[j] = peers_[j] & __ballot_sync(0xFFFFFFFFu, enter[j]);
-    }
+    for (int m = 0; m < kPairs; ++m) {
+      uint32_t at = count_[m];
 #pragma unroll
-    for (int j = 0; j < kFinal; ++j) {
-      base[j] = 0;
-      const int u = c.token[j] - wg_token0_;
-      if (enter[j] && (group[j] & below) == 0u) {  // the lowest entering lane of its group
-        const uint32_t n = __popc(group[j]);
-        base[j] = atomicAdd(&s_->count[u], n);
-        if (base[j] + n > static_cast<uint32_t>(capacity - kTileKeys)) atomicOr(&s_->full_mask, 1u << u);
+      for (int s = 0; s < kSlots; ++s) {
+        const int j = m * kSlots + s;
+        const uint32_t key = detail::topk::order_key(c.value[j]);
+        const bool enter = c.valid[j] && key >= floor_[m];
+        const uint32_t group = __ballot_sync(0xFFFFFFFFu, enter) & peers_[m];
+        if (enter) {
+          const int64_t i = part_[m] + at + __popc(group & below);
+          a_.keys[i] = key;
+          a_.rows[i] = c.key[j];
+        }
+        at += __popc(group);
       }
-    }
-#pragma unroll
-    for (int j = 0; j < kFinal; ++j) {
-      const int leader = group[j] != 0u ? __ffs(group[j]) - 1 : lane;
-      base[j] = __shfl_sync(0xFFFFFFFFu, base[j], leader);
-      if (enter[j]) {
-        const int64_t at = slot_offset(c.token[j] - wg_token0_) + base[j] + __popc(group[j] & below);
-        a_.keys[at] = key[j];
-        a_.rows[at] = c.key[j];
-      }
+      count_[m] = at;
     }
   }
 
-  // After every tile: if a buffer of this warpgroup is nearly full, compact it. The barrier's OR
-  // makes the decision uniform; full_mask is only written by the crossing tile and by compact().
+  // After every tile: a sync point once the budget is spent (see the class comment).
   __device__ void end_tile() {
-    int any = 0;
-    const int mine = s_->full_mask != 0u;
-    asm volatile(
-        "{\n.reg .pred p, q;\nsetp.ne.s32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\nselp.s32 %0, 1, 0, q;\n}\n"
-        : "=r"(any)
-        : "r"(mine), "r"(barrier_)
-        : "memory");
-    if (!any) return;
-    uint32_t mask = s_->full_mask;
-    while (mask != 0u) {
-      const int u = __ffs(mask) - 1;
-      mask &= mask - 1u;
-      compact(u);
-    }
-    if (thread_ == 0) s_->full_mask = 0u;
+    if (--budget_ > 0) return;
+    publish_counts();
     hopper::named_barrier_sync(barrier_, 128);
+    for (int u = 0; u < wg_tokens_; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+      bool full = false;
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) full |= c[p] + kPartTileKeys > static_cast<uint32_t>(part_capacity_);
+      if (full) compact(u, c);
+    }
+    // The next budget: the tiles every part of the warpgroup still has room for (at least one).
+    int budget = part_capacity_ / kPartTileKeys;
+    for (int u = 0; u < wg_tokens_; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) budget = min(budget, (part_capacity_ - static_cast<int>(c[p])) / kPartTileKeys);
+    }
+    budget_ = budget;
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      count_[m] = s_->part_count[phase_][token_[m]][warp_];
+      floor_[m] = s_->floor[token_[m]];
+    }
+    phase_ ^= 1;
   }
 
   __device__ void finish() {
+    publish_counts();
     hopper::named_barrier_sync(barrier_, 128);
     if (thread_ < wg_tokens_ && first_token_ + thread_ < num_tokens_) {
       const uint32_t bit = 1u << thread_;
       if (!a_.redo || (s_->redo_mask & bit) != 0u) {
-        uint32_t count = s_->count[thread_];
+        uint32_t c[kBufferParts];
+        const uint32_t total = read_counts(thread_, c);
         // A sampled floor that let fewer than k in (the token has more keys: the floor was only
         // set with more than capacity - 64 of them) may have turned away some of its top k.
-        if ((s_->prefloor_mask & bit) != 0u && count < static_cast<uint32_t>(a_.k)) count |= kRedoBit;
-        a_.counts[(first_token_ + thread_) * splits_ + split_] = count;
+        if ((s_->prefloor_mask & bit) != 0u && total < static_cast<uint32_t>(a_.k)) c[0] |= kRedoBit;
+        uint32_t* out = a_.counts + ((first_token_ + thread_) * splits_ + split_) * kBufferParts;
+#pragma unroll
+        for (int p = 0; p < kBufferParts; ++p) out[p] = c[p];
       }
     }
   }
 
  private:
   // The same address, re-derived from the dynamic shared array: the kernel's aligned pointer went
-  // through an integer, so without this every access would compile to a generic (and the atomics
-  // to GPU-scope) instruction instead of LDS / ATOMS.
-  __device__ static Shared* shared_space(uint8_t* smem) {
+  // through an integer, so without this every access would compile to a generic instruction
+  // instead of LDS / STS.
+  __device__ static CandidateShared* shared_space(uint8_t* smem) {
     extern __shared__ uint8_t candidate_output_smem[];
     const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_output_smem);
-    return reinterpret_cast<Shared*>(candidate_output_smem + offset);
+    return reinterpret_cast<CandidateShared*>(candidate_output_smem + offset);
   }
 
-  // A buffer's first n keys into registers, key j * 128 + thread in v[j]; bit j of the result
-  // says v[j] holds one (the selects' pass mask).
+  // The warp's counts into this phase's copy: the lowest lane of each token's peers writes.
+  __device__ void publish_counts() const {
+    const int lane = thread_ % 32;
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      if (lane == __ffs(peers_[m]) - 1) s_->part_count[phase_][token_[m]][warp_] = count_[m];
+    }
+  }
+
+  // Token u's part counts of this phase; returns their sum.
+  __device__ uint32_t read_counts(int u, uint32_t (&c)[kBufferParts]) const {
+    static_assert(kBufferParts == 4, "one 16-byte load");
+    const uint4 q = *reinterpret_cast<const uint4*>(s_->part_count[phase_][u]);
+    c[0] = q.x;
+    c[1] = q.y;
+    c[2] = q.z;
+    c[3] = q.w;
+    return q.x + q.y + q.z + q.w;
+  }
+
+  // A buffer's keys into registers: v[j] is entry i = j * 128 + thread of the (token, split) slot,
+  // present when it lies inside its part's count; bit j of the result says v[j] holds one (the
+  // selects' pass mask).
   static constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
   static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
-  __device__ uint32_t load_keys(const uint32_t* keys, uint32_t n, uint32_t (&v)[kPer]) const {
+  __device__ bool in_part(uint32_t i, const uint32_t (&c)[kBufferParts], int* part, uint32_t* at) const {
+    const uint32_t p = i / static_cast<uint32_t>(part_capacity_);
+    *part = static_cast<int>(p);
+    *at = i - p * static_cast<uint32_t>(part_capacity_);
+    uint32_t n = 0;
+#pragma unroll
+    for (int q = 0; q < kBufferParts; ++q) n = p == static_cast<uint32_t>(q) ? c[q] : n;
+    return *at < n;  // p >= kBufferParts: n stays 0
+  }
+  __device__ uint32_t load_keys(const uint32_t* keys, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
     uint32_t present = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t i = j * 128 + thread_;
-      v[j] = i < n ? keys[i] : 0u;
-      if (i < n) present |= 1u << j;
+      int part;
+      uint32_t at;
+      const bool ok = in_part(i, c, &part, &at);
+      v[j] = ok ? keys[i] : 0u;
+      if (ok) present |= 1u << j;
     }
     return present;
   }
 
-  __device__ int64_t slot_offset(int u) const {
+  __device__ int64_t token_offset(int u) const {
     return ((first_token_ + u) * splits_ + split_) * static_cast<int64_t>(a_.capacity);
   }
 
-  // Keeps exactly the top k of token u's buffer (in place) and raises its floor above the k-th.
-  // The keys (at most kMaxCapacity) are read into registers once for the select.
-  __device__ void compact(int u) {
+  // Keeps exactly the top k of token u's buffer (in place, spread evenly over its parts) and
+  // raises its floor above the k-th. c: its part counts (this phase), rewritten. The keys (at most
+  // kMaxCapacity) are read into registers once for the select.
+  __device__ void compact(int u, const uint32_t (&c)[kBufferParts]) {
     const WarpgroupSelect sel(&s_->select, barrier_, thread_);
-    uint32_t* keys = a_.keys + slot_offset(u);
-    int32_t* rows = a_.rows + slot_offset(u);
-    const uint32_t n = s_->count[u];
+    uint32_t* keys = a_.keys + token_offset(u);
+    int32_t* rows = a_.rows + token_offset(u);
     const uint32_t k = static_cast<uint32_t>(a_.k);
     uint32_t v[kPer];
-    const uint32_t present = load_keys(keys, n, v);
+    const uint32_t present = load_keys(keys, c, v);
     // Usually one digit below the common prefix already isolates a bin of at most `slack` keys:
     // every key at or above that bin's lowest value survives (at most k - 1 + slack of them, so a
     // compaction frees at least half the room above k), and that value becomes a non-strict floor
@@ -329,59 +398,74 @@ class CandidateOutput {
       }
     }
     const uint32_t kept = by_bin ? kth.above + kth.equal : k;
-    // Survivors below position `kept` stay; each survivor at or above it moves into a hole (a
-    // non-survivor below it). Holes and movers are numbered by one scan; movers read their row from
-    // above `kept`, which nothing overwrites.
+    // The survivors end as the first kept / 4 (or one more) entries of each part, the targets. A
+    // survivor already on a target stays; each other survivor moves into a hole (a target
+    // position without a survivor: there are as many of each). Holes and movers are numbered by
+    // one scan; movers are read before anything is written.
+    uint32_t target_count[kBufferParts];
+#pragma unroll
+    for (int p = 0; p < kBufferParts; ++p) target_count[p] = kept / kBufferParts + (static_cast<uint32_t>(p) < kept % kBufferParts);
     uint32_t hole_bits = 0, mover_bits = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t i = j * 128 + thread_;
-      if (!((present >> j) & 1u)) continue;
-      const bool keep = by_bin ? v[j] >= kth.value
-                               : v[j] > kth.value || (v[j] == kth.value && static_cast<uint32_t>(rows[i]) <= last_row);
-      if (i < kept && !keep) hole_bits |= 1u << j;
-      if (i >= kept && keep) mover_bits |= 1u << j;
+      int part;
+      uint32_t at;
+      const bool target = in_part(i, target_count, &part, &at);
+      bool keep = false;
+      if ((present >> j) & 1u) {
+        keep = by_bin ? v[j] >= kth.value
+                      : v[j] > kth.value || (v[j] == kth.value && static_cast<uint32_t>(rows[i]) <= last_row);
+      }
+      if (target && !keep) hole_bits |= 1u << j;
+      if (!target && keep) mover_bits |= 1u << j;
     }
     const uint32_t packed = static_cast<uint32_t>(__popc(hole_bits)) | static_cast<uint32_t>(__popc(mover_bits)) << 16;
     const uint32_t before = sel.exclusive_sum(packed);
-    uint32_t* holes = s_->select.hist;  // holes <= min(kept, n - kept) <= 2048 slots, free after the selects
+    uint32_t* holes = s_->select.hist;  // holes <= min(kept, capacity - kept) <= 2048, free after the selects
     uint32_t next = before & 0xFFFFu;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       if ((hole_bits >> j) & 1u) holes[next++] = j * 128 + thread_;
     }
-    sel.sync();
+    sel.sync();  // every hole listed
     next = before >> 16;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       if ((mover_bits >> j) & 1u) {
-        const uint32_t i = j * 128 + thread_;
         const uint32_t at = holes[next++];
         keys[at] = v[j];
-        rows[at] = rows[i];
+        rows[at] = rows[j * 128 + thread_];  // a mover's place is never a target: nothing overwrites it
       }
     }
     sel.sync();
+    if (thread_ < kBufferParts) s_->part_count[phase_][u][thread_] = target_count[thread_];
     if (thread_ == 0) {
-      s_->count[u] = kept;
       // by_bin: keys >= the bin's lowest value enter; exact: keys above the k-th (below +inf's + 1).
       s_->floor[u] = by_bin ? kth.value : kth.value + 1u;
     }
     sel.sync();
   }
 
-  const Args& a_;  // the kernel's __grid_constant__ parameter
-  Shared* s_;
+  const CandidateArgs& a_;  // the kernel's __grid_constant__ parameter
+  CandidateShared* s_;
   int thread_;
+  int warp_;
   uint32_t barrier_;
-  int wg_token0_;
+  int wg_token0_;  // this warpgroup's first token in the CTA's block
   int wg_tokens_;
   int64_t first_token_;  // of this warpgroup's block
   int64_t num_tokens_;
   int splits_;
   int split_;
-  bool peers_found_ = false;
-  uint32_t peers_[kMaxFinal];
+  int part_capacity_;
+  int budget_;      // end_tile() calls before the next sync point
+  int phase_ = 0;   // which part_count copy the next sync point publishes to
+  int token_[kPairs];
+  uint32_t peers_[kPairs];
+  uint32_t count_[kPairs];  // this warp's part count of token_[m] (equal on the token's peers)
+  uint32_t floor_[kPairs];
+  int64_t part_[kPairs];    // this warp's part of token_[m]'s buffer (entries from keys / rows)
 };
 
 }  // namespace fp8dsa::detail::fused_topk

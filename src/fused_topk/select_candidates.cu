@@ -36,8 +36,8 @@ struct SelectArgs {
   const uint32_t* counts;
   const uint32_t* keys;
   const int32_t* rows;
-  int splits;
-  int capacity;
+  int parts;     // buffer parts per token: key splits x kBufferParts (candidate_layout.h)
+  int capacity;  // of a part
 };
 
 struct Smem {
@@ -47,24 +47,33 @@ struct Smem {
     typename cub::BlockRadixSort<uint64_t, kThreads, kItems>::TempStorage sort64;
   } sort;
   uint64_t picked[detail::topk::kMaxK];
-  uint32_t offset[kMaxKeySplits + 1];  // candidate f of the row lies in split s: offset[s] <= f < offset[s + 1]
+  uint32_t offset[kMaxBufferParts + 1];  // candidate f of the row lies in part s: offset[s] <= f < offset[s + 1]
 };
 
-// Where the row's f-th candidate lives (splits concatenated), searching the splits from `split`
-// on. The loops over more than kHeld candidates (up to 16 splits' worth) keep split as a cursor,
-// only moved forward, as each thread visits its f in ascending order from split 0: a step per
-// split, not a search per candidate (T = 64, N = 64K: 0.44 -> 0.30 ms).
+// Where the row's f-th candidate lives (parts concatenated), searching the parts from `part`
+// on. The loops over more than kHeld candidates (up to 64 parts' worth) keep part as a cursor,
+// only moved forward, as each thread visits its f in ascending order from part 0: a step per
+// part, not a search per candidate (T = 64, N = 64K: 0.44 -> 0.30 ms).
 __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f,
-                                                int& split) {
-  while (split + 1 < a.splits && f >= s.offset[split + 1]) ++split;
-  return (row * a.splits + split) * static_cast<int64_t>(a.capacity) + (f - s.offset[split]);
+                                                int& part) {
+  while (part + 1 < a.parts && f >= s.offset[part + 1]) ++part;
+  return (row * a.parts + part) * static_cast<int64_t>(a.capacity) + (f - s.offset[part]);
 }
 
-// A search from split 0, for the register-held paths (a cursor carried through their unrolled
-// loops cost them 4% at T = 4096).
+// A binary search over the parts, for the register-held paths (a cursor carried through their
+// unrolled loops cost them 4% at T = 4096): the last part starting at or before f (an empty part
+// starts where the next one does, so that is the part holding f).
 __device__ __forceinline__ int64_t candidate_at(const SelectArgs& a, int64_t row, const Smem& s, uint32_t f) {
-  int split = 0;
-  return candidate_at(a, row, s, f, split);
+  int lo = 0, hi = a.parts - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (s.offset[mid] <= f) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return (row * a.parts + lo) * static_cast<int64_t>(a.capacity) + (f - s.offset[lo]);
 }
 
 // The k-th candidate over global memory when the row has more than kHeld: three fixed levels
@@ -84,10 +93,10 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
       const uint32_t pmask = detail::topk::level_prefix_mask(level);
       const int shift = detail::topk::level_shift(level);
       const uint32_t dmask = detail::topk::level_digit_mask(level);
-      int split = 0;
+      int part = 0;
 #pragma unroll 4
       for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
-        const int64_t at = candidate_at(a, row, s, f, split);
+        const int64_t at = candidate_at(a, row, s, f, part);
         const uint32_t key = a.keys[at];
         if (pass == 1 && key != prefix) continue;
         const uint32_t v = pass == 0 ? key : ~static_cast<uint32_t>(a.rows[at]);
@@ -120,15 +129,15 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   const int64_t row = blockIdx.x;
   if (threadIdx.x == 0) {
     uint32_t run = 0;
-    for (int i = 0; i < a.splits; ++i) {
+    for (int i = 0; i < a.parts; ++i) {
       s.offset[i] = run;
-      run += a.counts[row * a.splits + i];
+      run += a.counts[row * a.parts + i];
     }
-    s.offset[a.splits] = run;
+    s.offset[a.parts] = run;
     num_picked = 0u;
   }
   sel.sync();
-  const uint32_t total = s.offset[a.splits];
+  const uint32_t total = s.offset[a.parts];
   const uint32_t k = static_cast<uint32_t>(a.out.k);
 
   // The k-th candidate (when there are more than k): its key, then the last row kept among its ties.
@@ -198,9 +207,9 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x));
     }
   } else {
-    int split = 0;
+    int part = 0;
     for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
-      const int64_t at = candidate_at(a, row, s, f, split);
+      const int64_t at = candidate_at(a, row, s, f, part);
       pick(a.keys[at], at);
     }
   }
@@ -272,7 +281,8 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
 Status launch_select_candidates(const TopkParams& out, const CandidateBuffers& buffers) {
   if (out.num_rows == 0) return Status::ok();
   if (out.num_rows > INT32_MAX) return invalid_argument("fused_topk: too many tokens for one grid");
-  SelectArgs a{out, buffers.counts, buffers.keys, buffers.rows, buffers.splits, buffers.capacity};
+  SelectArgs a{out, buffers.counts, buffers.keys, buffers.rows, buffers.splits * kBufferParts,
+               buffers.capacity / kBufferParts};
   return launch_kernel("select_candidates_kernel", select_candidates_kernel, static_cast<unsigned>(out.num_rows),
                        kThreads, 0, out.stream, a);
 }

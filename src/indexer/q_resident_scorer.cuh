@@ -51,7 +51,9 @@ struct TileCells {
 // The plain scorer's output: every valid cell into logits[t, key]. The Output contract is
 // indexer/scorer_output.h (ScorerOutput). The order of the calls: empty_cta() for a CTA with no key
 // tile; otherwise per consumer warpgroup the constructor, store() for every tile (all lanes call
-// it), end_tile() after it and finish() after the last. With kDeferStore, a tile's cells are stored
+// it), end_tile() after it and finish() after the last; these are members of the policy's
+// Consumer<Epi>, the object a consumer warpgroup holds (Epi: the ScoreEpilogue, which says which
+// cells a lane holds). With kDeferStore, a tile's cells are stored
 // while the next tile's MMA runs (end_tile() of tile i then follows the store of tile i - 1). Host
 // side, prepare<Cfg>() completes the Args for the launch; token_active() may leave a token out of a
 // launch (its bounds become empty). With kSamples, sample_range() names a strided view of K (every
@@ -59,6 +61,8 @@ struct TileCells {
 // their cells were stored, before the first key tile's.
 struct LogitsOutput {
   struct Args {};
+  template <class Epi>
+  using Consumer = LogitsOutput;  // the per-warpgroup object, whatever cells a lane holds
   static constexpr int kSmemBytesPerConsumer = 0;
   static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
   static constexpr bool kDeferStore = false;      // store() right after the tile's own epilogue
@@ -226,8 +230,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint32_t q_addr = hopper::smem_address(q_smem) + (Cfg::kShareTiles ? wg * Cfg::kCols * Cfg::kDim : 0);
   const uint32_t k_addr = hopper::smem_address(k_smem);
   static_assert(Cfg::kShareTiles || !Output::kNeedsOwnTokens, "this output needs a token block per consumer");
-  Output out(out_args, args, smem + Cfg::kOutputOffset + wg * Output::kSmemBytesPerConsumer, wg_token0,
-             Cfg::kWgTokens, first_token, split);
+  typename Output::template Consumer<Epi> out(out_args, args, smem + Cfg::kOutputOffset + wg * Output::kSmemBytesPerConsumer,
+                                             wg_token0, Cfg::kWgTokens, first_token, split);
   // Descriptors are built once and advanced by byte offsets (advance_descriptor): a row is one
   // swizzle atom, so a K step is +32 bytes of start address and a stage +kTileBytes, and shared
   // addresses stay below 2^18, so the 14-bit start field never wraps. Equal, bit for bit, to

@@ -110,18 +110,41 @@ struct ScoreEpilogue {
   }
 
   // Index (into the pre-reduction partials) of final slot j.
-  __device__ __forceinline__ static int final_index(int lane, int j) {
+  __host__ __device__ __forceinline__ static constexpr int final_index(int lane, int j) {
     int base = (lane & 1) * kAfterStep1;
     if constexpr (kStep2Transposed) base += ((lane >> 1) & 1) * (kAfterStep1 / 2);
     return base + j;
   }
-  __device__ __forceinline__ static bool owner(int lane) {
+  __host__ __device__ __forceinline__ static constexpr bool owner(int lane) {
     if constexpr (!kPairTokens && !kStep2Transposed) return (lane & 2) == 0;
     return true;
   }
   // Local token (0 .. kTokens) and row half of a partial index.
-  __device__ __forceinline__ static int token_of(int lane, int index) {
+  __host__ __device__ __forceinline__ static constexpr int token_of(int lane, int index) {
     return kPairTokens ? 2 * (index >> 1) + ((lane >> 1) & 1) : (index >> 1);
+  }
+  // Slot j's local token for this lane.
+  __host__ __device__ __forceinline__ static constexpr int slot_token(int lane, int j) {
+    return token_of(lane, final_index(lane, j));
+  }
+
+  // The slots of a lane come in pairs, the two row halves of one token: slots 2m and 2m + 1 hold
+  // the same token (kFinal = 1: one slot), and the lanes sharing slot j's token share it for every
+  // slot of the pair. fused_topk's candidate store counts a token's cells per pair of slots.
+  static constexpr int kSlotsPerToken = kFinal >= 2 ? 2 : 1;
+  static constexpr int kTokensPerLane = kFinal / kSlotsPerToken;
+  static constexpr bool slots_pair_by_token() {
+    if (kFinal % kSlotsPerToken != 0) return false;
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int j = 0; j < kFinal; ++j) {
+        if (slot_token(lane, j) != slot_token(lane, j / kSlotsPerToken * kSlotsPerToken)) return false;
+        if ((final_index(lane, j) & 1) != j % kSlotsPerToken && kSlotsPerToken == 2) return false;
+        for (int m = 0; m < j / kSlotsPerToken; ++m) {  // a lane's pairs hold distinct tokens
+          if (slot_token(lane, m * kSlotsPerToken) == slot_token(lane, j)) return false;
+        }
+      }
+    }
+    return true;
   }
 
  private:

@@ -9,6 +9,7 @@
 
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/status.h"
+#include "indexer/scorer_epilogue.cuh"
 #include "indexer/scorers.h"
 
 namespace fp8dsa::detail::indexer {
@@ -16,11 +17,20 @@ namespace fp8dsa::detail::indexer {
 template <int kFinal>
 struct TileCells;
 
+// The epilogue of a configuration, the policy's per-warpgroup object for it, and a tile's cells.
+template <class Cfg>
+using EpilogueOf = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
+template <class O, class Cfg>
+using ConsumerOf = typename O::template Consumer<EpilogueOf<Cfg>>;
+template <class Cfg>
+using CellsOf = TileCells<EpilogueOf<Cfg>::kFinal>;
+
 template <class O, class Cfg>
 concept ScorerOutput =
+    requires { typename ConsumerOf<O, Cfg>; } &&  // the per-warpgroup object: Consumer<Epi>
     requires(const typename O::Args& a, typename O::Args* launch_args, const IndexerParams& p, const ScorerArgs& s,
-             uint8_t* smem, int64_t first_token, int n, int* out_int, const int2* bounds, O& out,
-             const TileCells<1>& cells) {
+             uint8_t* smem, int64_t first_token, int n, int* out_int, const int2* bounds, ConsumerOf<O, Cfg>& out,
+             const CellsOf<Cfg>& cells) {
       typename O::Args;                                                   // per-launch arguments (a __grid_constant__)
       { O::kSmemBytesPerConsumer } -> std::convertible_to<int>;           // shared bytes per consumer warpgroup
       { O::kNeedsOwnTokens } -> std::convertible_to<bool>;                // needs a token block per consumer
@@ -30,12 +40,13 @@ concept ScorerOutput =
       { O::template prepare<Cfg>(p, launch_args) } -> std::same_as<Status>;  // host: completes the Args
       { O::token_active(a, first_token, n, n) } -> std::same_as<bool>;   // (token, split, splits) in this launch
       O::empty_cta(a, s, first_token, n, n, n);                           // a CTA with no key tile (all threads)
-      O(a, s, smem, n, n, first_token, n);                                // per consumer warpgroup (token0, tokens)
+      ConsumerOf<O, Cfg>(a, s, smem, n, n, first_token, n);               // per consumer warpgroup (token0, tokens)
       out.store(cells, n);                                                // every tile's cells (all lanes)
       out.end_tile();                                                     // after each tile's store
       out.finish();                                                       // after the last tile
     } &&
-    (!O::kSamples || requires(const typename O::Args& a, int n, int* out_int, const int2* bounds, O& out) {
+    (!O::kSamples || requires(const typename O::Args& a, int n, int* out_int, const int2* bounds,
+                              ConsumerOf<O, Cfg>& out) {
       O::sample_range(a, n, n, out_int, out_int, out_int);  // the sample rows of keys [begin, end)
       out.end_sample(bounds, n, n);                          // after the sample tiles' stores
     });

@@ -15,6 +15,8 @@ using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
 // LogitsOutput without finish().
 struct NoFinish {
   using Args = LogitsOutput::Args;
+  template <class Epi>
+  using Consumer = NoFinish;
   static constexpr int kSmemBytesPerConsumer = 0;
   static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
   template <class C>
@@ -38,6 +40,23 @@ static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<false>, Cfg>);
 static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<true>, Cfg>);
 static_assert(!ScorerOutput<NoFinish, Cfg>);
 static_assert(!ScorerOutput<SamplesWithoutHooks, Cfg>);
+
+// A policy without its per-warpgroup object.
+struct NoConsumer {
+  using Args = LogitsOutput::Args;
+  static constexpr int kSmemBytesPerConsumer = 0;
+  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
+  template <class C>
+  static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
+  __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
+  __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
+};
+static_assert(!ScorerOutput<NoConsumer, Cfg>);
+
+// Every shipped configuration pairs a lane's slots by token, as the candidate store needs.
+static_assert(ScoreEpilogue<64, 256>::slots_pair_by_token() && ScoreEpilogue<32, 256>::slots_pair_by_token() &&
+              ScoreEpilogue<64, 128>::slots_pair_by_token() && ScoreEpilogue<16, 128>::slots_pair_by_token() &&
+              ScoreEpilogue<8, 128>::slots_pair_by_token() && ScoreEpilogue<4, 128>::slots_pair_by_token());
 
 TEST(ScorerOutput, ContractHoldsForBothPolicies) { SUCCEED() << "checked at compile time"; }
 

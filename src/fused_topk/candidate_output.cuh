@@ -70,7 +70,7 @@ struct CandidateShared {
   WarpgroupSelect::Shared select;
   // The warps' part counts as published at a sync point, in two copies used in turn: a warp may
   // publish the next ones while a slower warp still reads these (a barrier lies between).
-  uint32_t part_count[2][kMaxTokens][kBufferParts];
+  alignas(16) uint32_t part_count[2][kMaxTokens][kBufferParts];  // read as one uint4 per token
   uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
   uint32_t prefloor_mask;      // tokens whose floor came from the sample
   uint32_t redo_mask;          // redo launch: the tokens it scores again

@@ -127,14 +127,23 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   __shared__ uint32_t num_picked;
   const Select sel(&s.select, kBarrier, threadIdx.x);
   const int64_t row = blockIdx.x;
-  if (threadIdx.x == 0) {
-    uint32_t run = 0;
-    for (int i = 0; i < a.parts; ++i) {
-      s.offset[i] = run;
-      run += a.counts[row * a.parts + i];
+  if (threadIdx.x < 32) {  // the parts' offsets: lane l sums parts 2l and 2l + 1, one scan of the warp
+    static_assert(kMaxBufferParts <= 64, "two parts a lane");
+    const int lane = threadIdx.x;
+    const uint32_t* counts = a.counts + row * a.parts;
+    const uint32_t c0 = 2 * lane < a.parts ? counts[2 * lane] : 0u;
+    const uint32_t c1 = 2 * lane + 1 < a.parts ? counts[2 * lane + 1] : 0u;
+    uint32_t run = c0 + c1;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, run, d);
+      if (lane >= d) run += up;
     }
-    s.offset[a.parts] = run;
-    num_picked = 0u;
+    const uint32_t before = run - c0 - c1;
+    if (2 * lane < a.parts) s.offset[2 * lane] = before;
+    if (2 * lane + 1 < a.parts) s.offset[2 * lane + 1] = before + c0;
+    if (lane == 31) s.offset[a.parts] = run;
+    if (lane == 0) num_picked = 0u;
   }
   sel.sync();
   const uint32_t total = s.offset[a.parts];

@@ -68,12 +68,18 @@ struct CandidateArgs {
 struct CandidateShared {
   static constexpr int kMaxTokens = 32;  // tokens of one warpgroup's block (H = 4: 128 / 4)
   WarpgroupSelect::Shared select;
-  // The warps' part counts as published at a sync point, in two copies used in turn: a warp may
-  // publish the next ones while a slower warp still reads these (a barrier lies between).
-  alignas(16) uint32_t part_count[2][kMaxTokens][kBufferParts];  // read as one uint4 per token
+  alignas(16) uint32_t part_count[kMaxTokens][kBufferParts];  // the warps' counts at a sync point (one uint4 a token)
   uint32_t floor[kMaxTokens];  // a cell enters when its key >= floor
   uint32_t prefloor_mask;      // tokens whose floor came from the sample
   uint32_t redo_mask;          // redo launch: the tokens it scores again
+  // What only the sync points, the sample's end and finish() use, kept here rather than in the
+  // registers of the tile loop.
+  int64_t first_token;  // of this warpgroup's block
+  int64_t num_tokens;
+  int splits;
+  int split;
+  int wg_token0;  // this warpgroup's first token in the CTA's block
+  int wg_tokens;
 };
 
 template <bool kSampled, class Epi>
@@ -88,7 +94,12 @@ struct CandidateOutput {
   using Consumer = CandidateConsumer<kSampled, Epi>;
   static constexpr int kSmemBytesPerConsumer = (sizeof(CandidateShared) + 15) / 16 * 16;
   static constexpr bool kNeedsOwnTokens = true;
-  static constexpr bool kDeferStore = true;  // the store overlaps the next MMA
+  // The store under the next tile's MMA where a launch compacts often (no sample: 8K keys, few
+  // tokens); right after the tile's epilogue where the sampled floor keeps compactions rare, since
+  // the deferred tile's cells then cost registers the sampled loop does not have (spills). H200,
+  // T = 4096, H = 64 / 32 (bench/RESULTS.md, fifteenth session): 128K 10.71 -> 10.49 / 6.97 -> 6.34
+  // ms without deferring; 8K, H = 64 0.98 -> 1.07 and T = 64, 64K 0.32 -> 0.36 with it off.
+  static constexpr bool kDeferStore = !kSampled;
   static constexpr bool kSamples = kSampled;
   static constexpr bool kEarlyDependents = false;  // the select kernel reads the buffers: no early start
 
@@ -153,53 +164,54 @@ class CandidateConsumer {
   static_assert(Epi::slots_pair_by_token(), "a lane's slots pair up by token (scorer_epilogue.cuh)");
   static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
 
+  // Only the tile loop's state is kept in registers (count, floor, peers and part of each token a
+  // lane holds, and the budget); the rest is in shared memory or recomputed from threadIdx.
   __device__ CandidateConsumer(const CandidateArgs& a, const detail::indexer::ScorerArgs& args, uint8_t* smem,
                                int wg_token0, int wg_tokens, int64_t first_token, int split)
-      : a_(a),
-        s_(shared_space(smem)),
-        thread_(threadIdx.x % 128),
-        warp_(thread_ / 32),
-        barrier_(kBarrierBase + threadIdx.x / 128),
-        wg_token0_(wg_token0),
-        wg_tokens_(wg_tokens),
-        first_token_(first_token + wg_token0),
-        num_tokens_(args.num_tokens),
-        splits_(args.key_splits),
-        split_(split),
-        part_capacity_(a.capacity / kBufferParts) {
-    const int lane = thread_ % 32;
+      : a_(a), s_(shared_space(smem)) {
+    const int lane = threadIdx.x % 32;
+    const int64_t wg_first = first_token + wg_token0;
 #pragma unroll
     for (int m = 0; m < kPairs; ++m) {
-      token_[m] = Epi::slot_token(lane, m * kSlots);
-      peers_[m] = __match_any_sync(0xFFFFFFFFu, token_[m]);
+      const int u = token(m);
+      peers_[m] = __match_any_sync(0xFFFFFFFFu, u);
       count_[m] = 0u;
       floor_[m] = 0u;  // everything enters until the first compaction
-      part_[m] = token_offset(token_[m]) + warp_ * part_capacity_;
+      part_[m] = ((wg_first + u) * args.key_splits + split) * static_cast<int64_t>(a.capacity) +
+                 warp() * part_capacity();
     }
-    budget_ = part_capacity_ / kPartTileKeys;
-    if (thread_ < wg_tokens_) s_->floor[thread_] = 0u;
-    if (thread_ < 32) {  // wg_tokens_ <= 32
-      const int64_t t = first_token_ + thread_;
-      const bool redo = a_.redo && thread_ < wg_tokens_ && t < num_tokens_ &&
-                        (a_.counts[(t * splits_ + split_) * kBufferParts] & kRedoBit) != 0u;
+    budget_ = part_capacity() / kPartTileKeys;
+    const int thread = this->thread();
+    if (thread < wg_tokens) s_->floor[thread] = 0u;
+    if (thread == 0) {
+      s_->first_token = wg_first;
+      s_->num_tokens = args.num_tokens;
+      s_->splits = args.key_splits;
+      s_->split = split;
+      s_->wg_token0 = wg_token0;
+      s_->wg_tokens = wg_tokens;
+      s_->prefloor_mask = 0u;
+    }
+    if (thread < 32) {  // wg_tokens <= 32
+      const int64_t t = wg_first + thread;
+      const bool redo = a_.redo && thread < wg_tokens && t < args.num_tokens &&
+                        (a_.counts[(t * args.key_splits + split) * kBufferParts] & kRedoBit) != 0u;
       const uint32_t mask = __ballot_sync(0xFFFFFFFFu, redo);
-      if (thread_ == 0) {
-        s_->prefloor_mask = 0u;
-        s_->redo_mask = mask;
-      }
+      if (lane == 0) s_->redo_mask = mask;
     }
-    hopper::named_barrier_sync(barrier_, 128);
+    sync();
   }
 
   // After the sample tiles' cells were stored: each token's floor from its sample, its buffer
   // emptied for the key tiles. bounds: the CTA's tokens' [ks, ke); the split's keys [key_begin,
   // key_end).
   __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
-    const WarpgroupSelect sel(&s_->select, barrier_, thread_);
+    const WarpgroupSelect sel(&s_->select, barrier(), thread());
     publish_counts();
-    sel.sync();  // every sample cell stored and counted
-    for (int u = 0; u < wg_tokens_; ++u) {
-      const int2 b = bounds[wg_token0_ + u];
+    sync();  // every sample cell stored and counted
+    const int wg_tokens = s_->wg_tokens, wg_token0 = s_->wg_token0;
+    for (int u = 0; u < wg_tokens; ++u) {
+      const int2 b = bounds[wg_token0 + u];
       const int n = max(0, min(b.y, key_end) - max(b.x, key_begin));  // the token's keys in the split
       uint32_t c[kBufferParts];
       const uint32_t m = read_counts(u, c);
@@ -211,19 +223,19 @@ class CandidateConsumer {
         const uint32_t present = load_keys(a_.keys + token_offset(u), c, v);
         floor = sel.select(v, present, r).value;
       }
-      if (thread_ == 0) {
+      if (thread() == 0) {
         s_->floor[u] = floor;
         if (floor != 0u) s_->prefloor_mask |= 1u << u;
       }
     }
-    sel.sync();
+    sync();
 #pragma unroll
     for (int m = 0; m < kPairs; ++m) {
       count_[m] = 0u;  // the buffers start again, empty, from the floors
-      floor_[m] = s_->floor[token_[m]];
+      floor_[m] = s_->floor[token(m)];
     }
-    budget_ = part_capacity_ / kPartTileKeys;
-    phase_ ^= 1;
+    budget_ = part_capacity() / kPartTileKeys;
+    sync();  // part_count is free for the next sync point
   }
 
   // Every lane offers its kFinal cells; per token, the ones that enter take the next slots of the
@@ -255,45 +267,23 @@ class CandidateConsumer {
   // After every tile: a sync point once the budget is spent (see the class comment).
   __device__ void end_tile() {
     if (--budget_ > 0) return;
-    publish_counts();
-    hopper::named_barrier_sync(barrier_, 128);
-    for (int u = 0; u < wg_tokens_; ++u) {
-      uint32_t c[kBufferParts];
-      read_counts(u, c);
-      bool full = false;
-#pragma unroll
-      for (int p = 0; p < kBufferParts; ++p) full |= c[p] + kPartTileKeys > static_cast<uint32_t>(part_capacity_);
-      if (full) compact(u, c);
-    }
-    // The next budget: the tiles every part of the warpgroup still has room for (at least one).
-    int budget = part_capacity_ / kPartTileKeys;
-    for (int u = 0; u < wg_tokens_; ++u) {
-      uint32_t c[kBufferParts];
-      read_counts(u, c);
-#pragma unroll
-      for (int p = 0; p < kBufferParts; ++p) budget = min(budget, (part_capacity_ - static_cast<int>(c[p])) / kPartTileKeys);
-    }
-    budget_ = budget;
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      count_[m] = s_->part_count[phase_][token_[m]][warp_];
-      floor_[m] = s_->floor[token_[m]];
-    }
-    phase_ ^= 1;
+    sync_point();
   }
 
   __device__ void finish() {
     publish_counts();
-    hopper::named_barrier_sync(barrier_, 128);
-    if (thread_ < wg_tokens_ && first_token_ + thread_ < num_tokens_) {
-      const uint32_t bit = 1u << thread_;
+    sync();
+    const int thread = this->thread();
+    const int64_t t = s_->first_token + thread;
+    if (thread < s_->wg_tokens && t < s_->num_tokens) {
+      const uint32_t bit = 1u << thread;
       if (!a_.redo || (s_->redo_mask & bit) != 0u) {
         uint32_t c[kBufferParts];
-        const uint32_t total = read_counts(thread_, c);
+        const uint32_t total = read_counts(thread, c);
         // A sampled floor that let fewer than k in (the token has more keys: the floor was only
         // set with more than capacity - 64 of them) may have turned away some of its top k.
         if ((s_->prefloor_mask & bit) != 0u && total < static_cast<uint32_t>(a_.k)) c[0] |= kRedoBit;
-        uint32_t* out = a_.counts + ((first_token_ + thread_) * splits_ + split_) * kBufferParts;
+        uint32_t* out = a_.counts + (t * s_->splits + s_->split) * kBufferParts;
 #pragma unroll
         for (int p = 0; p < kBufferParts; ++p) out[p] = c[p];
       }
@@ -310,19 +300,59 @@ class CandidateConsumer {
     return reinterpret_cast<CandidateShared*>(candidate_output_smem + offset);
   }
 
-  // The warp's counts into this phase's copy: the lowest lane of each token's peers writes.
-  __device__ void publish_counts() const {
-    const int lane = thread_ % 32;
+  __device__ static int thread() { return threadIdx.x % 128; }
+  __device__ static int warp() { return (threadIdx.x / 32) % 4; }
+  __device__ static uint32_t barrier() { return kBarrierBase + threadIdx.x / 128; }
+  __device__ static int token(int m) { return Epi::slot_token(threadIdx.x % 32, m * kSlots); }  // local
+  __device__ int part_capacity() const { return a_.capacity / kBufferParts; }
+  __device__ static void sync() { hopper::named_barrier_sync(barrier(), 128); }
+
+  // The warps publish their counts; every buffer with a part that may not hold another tile is
+  // compacted; the next budget is the tiles every part still has room for (at least one: a
+  // compaction leaves room for several, parts_keep_room()).
+  __device__ void sync_point() {
+    publish_counts();
+    sync();
+    const int wg_tokens = s_->wg_tokens;
+    const int part_cap = part_capacity();
+    for (int u = 0; u < wg_tokens; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+      bool full = false;
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) full |= c[p] + kPartTileKeys > static_cast<uint32_t>(part_cap);
+      if (full) compact(u, c);
+    }
+    int budget = part_cap / kPartTileKeys;
+    for (int u = 0; u < wg_tokens; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) budget = min(budget, (part_cap - static_cast<int>(c[p])) / kPartTileKeys);
+    }
+    budget_ = budget;
+    const int w = warp();
 #pragma unroll
     for (int m = 0; m < kPairs; ++m) {
-      if (lane == __ffs(peers_[m]) - 1) s_->part_count[phase_][token_[m]][warp_] = count_[m];
+      count_[m] = s_->part_count[token(m)][w];
+      floor_[m] = s_->floor[token(m)];
+    }
+    sync();  // part_count is free for the next sync point
+  }
+
+  // The warp's counts into shared memory: the lowest lane of each token's peers writes.
+  __device__ void publish_counts() const {
+    const int lane = threadIdx.x % 32, w = warp();
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      if (lane == __ffs(peers_[m]) - 1) s_->part_count[token(m)][w] = count_[m];
     }
   }
 
-  // Token u's part counts of this phase; returns their sum.
+  // Token u's part counts; returns their sum.
   __device__ uint32_t read_counts(int u, uint32_t (&c)[kBufferParts]) const {
     static_assert(kBufferParts == 4, "one 16-byte load");
-    const uint4 q = *reinterpret_cast<const uint4*>(s_->part_count[phase_][u]);
+    const uint4 q = *reinterpret_cast<const uint4*>(s_->part_count[u]);
     c[0] = q.x;
     c[1] = q.y;
     c[2] = q.z;
@@ -335,23 +365,26 @@ class CandidateConsumer {
   // selects' pass mask).
   static constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
   static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
-  __device__ bool in_part(uint32_t i, const uint32_t (&c)[kBufferParts], int* part, uint32_t* at) const {
-    const uint32_t p = i / static_cast<uint32_t>(part_capacity_);
-    *part = static_cast<int>(p);
-    *at = i - p * static_cast<uint32_t>(part_capacity_);
-    uint32_t n = 0;
+  // Entry i lies in part p = i / part_capacity at position i - p * part_capacity (compares, not a
+  // division: these run 32 times a thread per compaction).
+  __device__ bool in_part(uint32_t i, const uint32_t (&c)[kBufferParts]) const {
+    const uint32_t part_cap = static_cast<uint32_t>(part_capacity());
+    uint32_t n = c[0], start = 0;
 #pragma unroll
-    for (int q = 0; q < kBufferParts; ++q) n = p == static_cast<uint32_t>(q) ? c[q] : n;
-    return *at < n;  // p >= kBufferParts: n stays 0
+    for (int q = 1; q < kBufferParts; ++q) {
+      const bool past = i >= q * part_cap;
+      n = past ? c[q] : n;
+      start = past ? q * part_cap : start;
+    }
+    return i < kBufferParts * part_cap && i - start < n;
   }
   __device__ uint32_t load_keys(const uint32_t* keys, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
     uint32_t present = 0;
+    const int thread = this->thread();
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      const uint32_t i = j * 128 + thread_;
-      int part;
-      uint32_t at;
-      const bool ok = in_part(i, c, &part, &at);
+      const uint32_t i = j * 128 + thread;
+      const bool ok = in_part(i, c);
       v[j] = ok ? keys[i] : 0u;
       if (ok) present |= 1u << j;
     }
@@ -359,14 +392,15 @@ class CandidateConsumer {
   }
 
   __device__ int64_t token_offset(int u) const {
-    return ((first_token_ + u) * splits_ + split_) * static_cast<int64_t>(a_.capacity);
+    return ((s_->first_token + u) * s_->splits + s_->split) * static_cast<int64_t>(a_.capacity);
   }
 
   // Keeps exactly the top k of token u's buffer (in place, spread evenly over its parts) and
-  // raises its floor above the k-th. c: its part counts (this phase), rewritten. The keys (at most
+  // raises its floor above the k-th. c: its part counts, rewritten. The keys (at most
   // kMaxCapacity) are read into registers once for the select.
   __device__ void compact(int u, const uint32_t (&c)[kBufferParts]) {
-    const WarpgroupSelect sel(&s_->select, barrier_, thread_);
+    const int thread = this->thread();
+    const WarpgroupSelect sel(&s_->select, barrier(), thread);
     uint32_t* keys = a_.keys + token_offset(u);
     int32_t* rows = a_.rows + token_offset(u);
     const uint32_t k = static_cast<uint32_t>(a_.k);
@@ -388,7 +422,7 @@ class CandidateConsumer {
       for (int j = 0; j < kPer; ++j) {
         if (((present >> j) & 1u) && v[j] == kth.value) {
           tied |= 1u << j;
-          v[j] = ~static_cast<uint32_t>(rows[j * 128 + thread_]);
+          v[j] = ~static_cast<uint32_t>(rows[j * 128 + thread]);
         }
       }
       last_row = ~sel.select(v, tied, ties).value;
@@ -401,17 +435,15 @@ class CandidateConsumer {
     // The survivors end as the first kept / 4 (or one more) entries of each part, the targets. A
     // survivor already on a target stays; each other survivor moves into a hole (a target
     // position without a survivor: there are as many of each). Holes and movers are numbered by
-    // one scan; movers are read before anything is written.
+    // one scan.
     uint32_t target_count[kBufferParts];
 #pragma unroll
     for (int p = 0; p < kBufferParts; ++p) target_count[p] = kept / kBufferParts + (static_cast<uint32_t>(p) < kept % kBufferParts);
     uint32_t hole_bits = 0, mover_bits = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      const uint32_t i = j * 128 + thread_;
-      int part;
-      uint32_t at;
-      const bool target = in_part(i, target_count, &part, &at);
+      const uint32_t i = j * 128 + thread;
+      const bool target = in_part(i, target_count);
       bool keep = false;
       if ((present >> j) & 1u) {
         keep = by_bin ? v[j] >= kth.value
@@ -426,7 +458,7 @@ class CandidateConsumer {
     uint32_t next = before & 0xFFFFu;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      if ((hole_bits >> j) & 1u) holes[next++] = j * 128 + thread_;
+      if ((hole_bits >> j) & 1u) holes[next++] = j * 128 + thread;
     }
     sel.sync();  // every hole listed
     next = before >> 16;
@@ -435,12 +467,12 @@ class CandidateConsumer {
       if ((mover_bits >> j) & 1u) {
         const uint32_t at = holes[next++];
         keys[at] = v[j];
-        rows[at] = rows[j * 128 + thread_];  // a mover's place is never a target: nothing overwrites it
+        rows[at] = rows[j * 128 + thread];  // a mover's place is never a target: nothing overwrites it
       }
     }
     sel.sync();
-    if (thread_ < kBufferParts) s_->part_count[phase_][u][thread_] = target_count[thread_];
-    if (thread_ == 0) {
+    if (thread < kBufferParts) s_->part_count[u][thread] = target_count[thread];
+    if (thread == 0) {
       // by_bin: keys >= the bin's lowest value enter; exact: keys above the k-th (below +inf's + 1).
       s_->floor[u] = by_bin ? kth.value : kth.value + 1u;
     }
@@ -449,23 +481,11 @@ class CandidateConsumer {
 
   const CandidateArgs& a_;  // the kernel's __grid_constant__ parameter
   CandidateShared* s_;
-  int thread_;
-  int warp_;
-  uint32_t barrier_;
-  int wg_token0_;  // this warpgroup's first token in the CTA's block
-  int wg_tokens_;
-  int64_t first_token_;  // of this warpgroup's block
-  int64_t num_tokens_;
-  int splits_;
-  int split_;
-  int part_capacity_;
-  int budget_;      // end_tile() calls before the next sync point
-  int phase_ = 0;   // which part_count copy the next sync point publishes to
-  int token_[kPairs];
-  uint32_t peers_[kPairs];
-  uint32_t count_[kPairs];  // this warp's part count of token_[m] (equal on the token's peers)
+  int budget_;                // end_tile() calls before the next sync point
+  uint32_t peers_[kPairs];    // the lanes holding token(m) in this warp
+  uint32_t count_[kPairs];    // this warp's part count of token(m) (equal on its peers)
   uint32_t floor_[kPairs];
-  int64_t part_[kPairs];    // this warp's part of token_[m]'s buffer (entries from keys / rows)
+  int64_t part_[kPairs];      // this warp's part of token(m)'s buffer (entries from keys / rows)
 };
 
 }  // namespace fp8dsa::detail::fused_topk

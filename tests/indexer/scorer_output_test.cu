@@ -12,17 +12,21 @@ namespace fp8dsa::detail::indexer::scorer_output_test {
 
 using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
 
-// LogitsOutput without finish().
-struct NoFinish {
+// A policy's static members, without its per-warpgroup object.
+struct NoConsumer {
   using Args = LogitsOutput::Args;
-  template <class Epi>
-  using Consumer = NoFinish;
   static constexpr int kSmemBytesPerConsumer = 0;
   static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
   template <class C>
   static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
   __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
   __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
+};
+
+// LogitsOutput without finish().
+struct NoFinish : NoConsumer {
+  template <class Epi>
+  using Consumer = NoFinish;
   __device__ NoFinish(const Args&, const ScorerArgs&, uint8_t*, int, int, int64_t, int) {}
   template <int kFinal>
   __device__ void store(const TileCells<kFinal>&, int) {}
@@ -41,16 +45,6 @@ static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<true>, Cfg>);
 static_assert(!ScorerOutput<NoFinish, Cfg>);
 static_assert(!ScorerOutput<SamplesWithoutHooks, Cfg>);
 
-// A policy without its per-warpgroup object.
-struct NoConsumer {
-  using Args = LogitsOutput::Args;
-  static constexpr int kSmemBytesPerConsumer = 0;
-  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
-  template <class C>
-  static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
-  __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
-  __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
-};
 static_assert(!ScorerOutput<NoConsumer, Cfg>);
 
 // Every shipped configuration pairs a lane's slots by token, as the candidate store needs.

@@ -1,10 +1,9 @@
 // The fused path's candidate buffers, host and device: how many entries one (token, key split)
 // keeps, how many key splits a launch may use, and where everything lives in the workspace.
 //
-// A candidate is a (score key, key row) pair: the score as the order-preserving 32-bit key of
-// topk/radix_select.cuh (NaN lowest) and the absolute key row. Each (token, split) owns
-// `capacity` slots of a key array and of a row array (structure of arrays), in kBufferParts parts
-// with a count each.
+// A candidate is a (score key, key row) pair, stored as one 8-byte entry: the score as the
+// order-preserving 32-bit key of topk/radix_select.cuh (NaN lowest), then the absolute key row.
+// Each (token, split) owns `capacity` entries in kBufferParts parts with a count each.
 #pragma once
 
 #include <cstddef>
@@ -69,15 +68,15 @@ inline int sample_stride(int64_t num_keys, int splits, int capacity) {
   return static_cast<int>(stride > kMinSampleStride ? stride : kMinSampleStride);
 }
 
-// Byte offsets of the three arrays inside the workspace, each kWorkspaceAlignment-aligned.
+// Byte offsets of the two arrays inside the workspace, each kWorkspaceAlignment-aligned.
 struct CandidateLayout {
-  int64_t slots = 0;         // tokens * splits
-  int capacity = 0;          // per slot
-  size_t counts_offset = 0;  // uint32_t [slots * kBufferParts]
-  size_t keys_offset = 0;    // uint32_t [slots * capacity]
-  size_t rows_offset = 0;    // int32_t  [slots * capacity]
-  size_t total = 0;          // SIZE_MAX when the shape does not fit in size_t
+  int64_t slots = 0;          // tokens * splits
+  int capacity = 0;           // per slot
+  size_t counts_offset = 0;   // uint32_t [slots * kBufferParts]
+  size_t entries_offset = 0;  // 8-byte (score key, key row) [slots * capacity]
+  size_t total = 0;           // bytes in all
 };
+inline constexpr size_t kCandidateBytes = 8;
 
 inline size_t align_workspace(size_t bytes) {
   return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
@@ -87,13 +86,12 @@ inline CandidateLayout candidate_layout(int64_t num_tokens, int splits, int k) {
   CandidateLayout l;
   l.slots = num_tokens * splits;
   l.capacity = candidate_capacity(k);
-  // T < 2^31 and splits <= 16 (validated before), so slots * capacity * 4 < 2^31 * 16 * 8192 * 4.
+  // T < 2^31 and splits <= 16 (validated before), so slots * capacity * 8 < 2^31 * 16 * 4096 * 8 = 2^50.
   const size_t counts = align_workspace(static_cast<size_t>(l.slots) * kBufferParts * sizeof(uint32_t));
-  const size_t entries = align_workspace(static_cast<size_t>(l.slots) * l.capacity * sizeof(uint32_t));
+  const size_t entries = align_workspace(static_cast<size_t>(l.slots) * l.capacity * kCandidateBytes);
   l.counts_offset = 0;
-  l.keys_offset = counts;
-  l.rows_offset = counts + entries;
-  l.total = counts + 2 * entries;
+  l.entries_offset = counts;
+  l.total = counts + entries;
   return l;
 }
 

@@ -54,8 +54,7 @@ inline constexpr uint32_t kMinSampleCells = 32;
 
 struct CandidateArgs {
   uint32_t* counts = nullptr;  // [T * splits * kBufferParts]
-  uint32_t* keys = nullptr;    // [T * splits * capacity]
-  int32_t* rows = nullptr;     // [T * splits * capacity]
+  uint2* entries = nullptr;    // [T * splits * capacity]: (score key, key row)
   int capacity = 0;
   int k = 0;
   int sample_stride = 0;       // 0: no sample pass (sample_stride() in candidate_layout.h)
@@ -177,7 +176,7 @@ class CandidateConsumer {
       peers_[m] = __match_any_sync(0xFFFFFFFFu, u);
       count_[m] = 0u;
       floor_[m] = 0u;  // everything enters until the first compaction
-      part_[m] = ((wg_first + u) * args.key_splits + split) * static_cast<int64_t>(a.capacity) +
+      part_[m] = a.entries + ((wg_first + u) * args.key_splits + split) * static_cast<int64_t>(a.capacity) +
                  warp() * part_capacity();
     }
     budget_ = part_capacity() / kPartTileKeys;
@@ -220,7 +219,7 @@ class CandidateConsumer {
         const uint64_t want = (static_cast<uint64_t>(a_.sample_target) * m + n - 1) / n;
         const uint32_t r = want < m ? static_cast<uint32_t>(want) : m;
         uint32_t v[kPer];
-        const uint32_t present = load_keys(a_.keys + token_offset(u), c, v);
+        const uint32_t present = load_keys(a_.entries + token_offset(u), c, v);
         floor = sel.select(v, present, r).value;
       }
       if (thread() == 0) {
@@ -253,11 +252,7 @@ class CandidateConsumer {
         const uint32_t key = detail::topk::order_key(c.value[j]);
         const bool enter = c.valid[j] && key >= floor_[m];
         const uint32_t group = __ballot_sync(0xFFFFFFFFu, enter) & peers_[m];
-        if (enter) {
-          const int64_t i = part_[m] + at + __popc(group & below);
-          a_.keys[i] = key;
-          a_.rows[i] = c.key[j];
-        }
+        if (enter) part_[m][at + __popc(group & below)] = make_uint2(key, static_cast<uint32_t>(c.key[j]));
         at += __popc(group);
       }
       count_[m] = at;
@@ -378,14 +373,14 @@ class CandidateConsumer {
     }
     return i < kBufferParts * part_cap && i - start < n;
   }
-  __device__ uint32_t load_keys(const uint32_t* keys, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
+  __device__ uint32_t load_keys(const uint2* entries, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
     uint32_t present = 0;
     const int thread = this->thread();
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t i = j * 128 + thread;
       const bool ok = in_part(i, c);
-      v[j] = ok ? keys[i] : 0u;
+      v[j] = ok ? entries[i].x : 0u;
       if (ok) present |= 1u << j;
     }
     return present;
@@ -401,11 +396,10 @@ class CandidateConsumer {
   __device__ void compact(int u, const uint32_t (&c)[kBufferParts]) {
     const int thread = this->thread();
     const WarpgroupSelect sel(&s_->select, barrier(), thread);
-    uint32_t* keys = a_.keys + token_offset(u);
-    int32_t* rows = a_.rows + token_offset(u);
+    uint2* entries = a_.entries + token_offset(u);
     const uint32_t k = static_cast<uint32_t>(a_.k);
     uint32_t v[kPer];
-    const uint32_t present = load_keys(keys, c, v);
+    const uint32_t present = load_keys(entries, c, v);
     // Usually one digit below the common prefix already isolates a bin of at most `slack` keys:
     // every key at or above that bin's lowest value survives (at most k - 1 + slack of them, so a
     // compaction frees at least half the room above k), and that value becomes a non-strict floor
@@ -422,7 +416,7 @@ class CandidateConsumer {
       for (int j = 0; j < kPer; ++j) {
         if (((present >> j) & 1u) && v[j] == kth.value) {
           tied |= 1u << j;
-          v[j] = ~static_cast<uint32_t>(rows[j * 128 + thread]);
+          v[j] = ~entries[j * 128 + thread].y;
         }
       }
       last_row = ~sel.select(v, tied, ties).value;
@@ -447,7 +441,7 @@ class CandidateConsumer {
       bool keep = false;
       if ((present >> j) & 1u) {
         keep = by_bin ? v[j] >= kth.value
-                      : v[j] > kth.value || (v[j] == kth.value && static_cast<uint32_t>(rows[i]) <= last_row);
+                      : v[j] > kth.value || (v[j] == kth.value && entries[i].y <= last_row);
       }
       if (target && !keep) hole_bits |= 1u << j;
       if (!target && keep) mover_bits |= 1u << j;
@@ -465,9 +459,8 @@ class CandidateConsumer {
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       if ((mover_bits >> j) & 1u) {
-        const uint32_t at = holes[next++];
-        keys[at] = v[j];
-        rows[at] = rows[j * 128 + thread];  // a mover's place is never a target: nothing overwrites it
+        // a mover's place is never a target: nothing overwrites it
+        entries[holes[next++]] = make_uint2(v[j], entries[j * 128 + thread].y);
       }
     }
     sel.sync();
@@ -485,7 +478,7 @@ class CandidateConsumer {
   uint32_t peers_[kPairs];    // the lanes holding token(m) in this warp
   uint32_t count_[kPairs];    // this warp's part count of token(m) (equal on its peers)
   uint32_t floor_[kPairs];
-  int64_t part_[kPairs];      // this warp's part of token(m)'s buffer (entries from keys / rows)
+  uint2* part_[kPairs];       // this warp's part of token(m)'s buffer
 };
 
 }  // namespace fp8dsa::detail::fused_topk

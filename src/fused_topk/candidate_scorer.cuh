@@ -12,8 +12,7 @@ template <int kDim>
 Status launch_candidate_scorer_dim(const IndexerParams& scores, const CandidateBuffers& buffers, int k) {
   CandidateArgs args;
   args.counts = buffers.counts;
-  args.keys = buffers.keys;
-  args.rows = buffers.rows;
+  args.entries = buffers.entries;
   args.capacity = buffers.capacity;
   args.k = k;
   args.sample_stride = sample_stride(scores.num_keys, buffers.splits, buffers.capacity);

@@ -135,8 +135,7 @@ Status fused_topk_unguarded(const FusedTopkParams& params) {
     const CandidateLayout layout = candidate_layout(scores.num_tokens, buffers.splits, out.k);
     auto* base = static_cast<uint8_t*>(params.workspace);
     buffers.counts = reinterpret_cast<uint32_t*>(base + layout.counts_offset);
-    buffers.keys = reinterpret_cast<uint32_t*>(base + layout.keys_offset);
-    buffers.rows = reinterpret_cast<int32_t*>(base + layout.rows_offset);
+    buffers.entries = reinterpret_cast<uint2*>(base + layout.entries_offset);
     buffers.capacity = layout.capacity;
     IndexerParams run = scores;
     run.logits = nullptr;

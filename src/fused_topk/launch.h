@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include <vector_types.h>
+
 #include "fp8dsa/indexer.h"
 #include "fp8dsa/status.h"
 #include "fp8dsa/topk.h"
@@ -13,8 +15,7 @@ namespace fp8dsa::detail::fused_topk {
 // The candidate buffers inside the workspace (candidate_layout.h).
 struct CandidateBuffers {
   uint32_t* counts = nullptr;
-  uint32_t* keys = nullptr;
-  int32_t* rows = nullptr;
+  uint2* entries = nullptr;  // (score key, key row)
   int splits = 0;
   int capacity = 0;
 };

@@ -34,8 +34,7 @@ using Select = GroupSelect<kThreads>;
 struct SelectArgs {
   TopkParams out;  // resolved: num_rows, num_keys, ks, ke, k, indices, ld_indices, sorted, page table
   const uint32_t* counts;
-  const uint32_t* keys;
-  const int32_t* rows;
+  const uint2* entries;  // (score key, key row)
   int parts;     // buffer parts per token: key splits x kBufferParts (candidate_layout.h)
   int capacity;  // of a part
 };
@@ -97,9 +96,9 @@ __device__ void select_from_global(const SelectArgs& a, int64_t row, Smem& s, ui
 #pragma unroll 4
       for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
         const int64_t at = candidate_at(a, row, s, f, part);
-        const uint32_t key = a.keys[at];
-        if (pass == 1 && key != prefix) continue;
-        const uint32_t v = pass == 0 ? key : ~static_cast<uint32_t>(a.rows[at]);
+        const uint2 e = a.entries[at];
+        if (pass == 1 && e.x != prefix) continue;
+        const uint32_t v = pass == 0 ? e.x : ~e.y;
         if ((v & pmask) == vprefix) atomicAdd(&hist[(v >> shift) & dmask], 1u);
       }
       sel.sync();
@@ -158,7 +157,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const uint32_t f = j * kThreads + threadIdx.x;
-      v[j] = f < total ? a.keys[candidate_at(a, row, s, f)] : 0u;
+      v[j] = f < total ? a.entries[candidate_at(a, row, s, f)].x : 0u;
       if (f < total) present |= 1u << j;
     }
   }
@@ -174,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
           w[j] = 0u;
           if (((present >> j) & 1u) && v[j] == kth_key) {
             tied |= 1u << j;
-            w[j] = ~static_cast<uint32_t>(a.rows[candidate_at(a, row, s, j * kThreads + threadIdx.x)]);
+            w[j] = ~a.entries[candidate_at(a, row, s, j * kThreads + threadIdx.x)].y;
           }
         }
         last_row = ~sel.select(w, tied, ties).value;
@@ -199,9 +198,9 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   }
   auto pick = [&](uint32_t key, int64_t at) {
     const bool keep = total <= k || key > kth_key ||
-                      (key == kth_key && (last_row == 0x7FFFFFFFu || static_cast<uint32_t>(a.rows[at]) <= last_row));
+                      (key == kth_key && (last_row == 0x7FFFFFFFu || a.entries[at].y <= last_row));
     if (!keep) return;
-    const uint32_t key_row = static_cast<uint32_t>(a.rows[at]);
+    const uint32_t key_row = a.entries[at].y;
     if (bitmap) {  // every candidate row is distinct: one bit each
       const uint32_t offset = key_row - static_cast<uint32_t>(row_lo);
       atomicOr(&words[offset / 32], 1u << (offset % 32));
@@ -219,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     int part = 0;
     for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
       const int64_t at = candidate_at(a, row, s, f, part);
-      pick(a.keys[at], at);
+      pick(a.entries[at].x, at);
     }
   }
   sel.sync();
@@ -290,8 +289,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
 Status launch_select_candidates(const TopkParams& out, const CandidateBuffers& buffers) {
   if (out.num_rows == 0) return Status::ok();
   if (out.num_rows > INT32_MAX) return invalid_argument("fused_topk: too many tokens for one grid");
-  SelectArgs a{out, buffers.counts, buffers.keys, buffers.rows, buffers.splits * kBufferParts,
-               buffers.capacity / kBufferParts};
+  SelectArgs a{out, buffers.counts, buffers.entries, buffers.splits * kBufferParts, buffers.capacity / kBufferParts};
   return launch_kernel("select_candidates_kernel", select_candidates_kernel, static_cast<unsigned>(out.num_rows),
                        kThreads, 0, out.stream, a);
 }

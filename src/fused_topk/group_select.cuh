@@ -79,6 +79,11 @@ class GroupSelect {
     }
     // Bits below `remaining` are still open; those above equal lo's.
     int remaining = lo == hi ? 0 : 32 - __clz(lo ^ hi);
+    // Every thread must have read warp_min / warp_max / warp_count before a next select writes
+    // them: the digit loop's first barrier sees to it, and without a digit to resolve (every
+    // passing value equal) this one does (compute-sanitizer racecheck found the race on all-equal
+    // rows, where the select kernel's tie select follows at once).
+    if (remaining == 0) sync();
     uint32_t prefix = remaining == 32 ? 0u : (lo & ~((1u << remaining) - 1u));
     uint32_t above = 0, equal = total;
 #pragma unroll 1

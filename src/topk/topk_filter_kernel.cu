@@ -106,7 +106,7 @@ __device__ __forceinline__ uint32_t sample_threshold_key(const RowSample& r, uin
 // The filtering pass: every key of the row that compares >= tau (NaN never does) goes to the
 // candidate list, chunk by chunk; s.count ends as the number found, the list holds the first
 // kFilterCandidateCap of them (as raw float bits) with their offsets from the row's first key
-// (later ones go to the spare slot at the cap).
+// (later ones are not stored: the row then takes the whole-row path).
 template <int kThreads>
 __device__ __forceinline__ void filter_row(const RowKeys& src, float tau, uint32_t num_chunks,
                                            FilterSmem<kThreads>& s) {
@@ -171,9 +171,10 @@ __device__ __forceinline__ void filter_row(const RowKeys& src, float tau, uint32
       for (uint32_t b = bits[u]; b != 0u; b &= b - 1u) {
         const int j = __ffs(b) - 1;
         const float value = j == 0 ? x[u].x : j == 1 ? x[u].y : j == 2 ? x[u].z : x[u].w;
-        const uint32_t at = min(slot, static_cast<uint32_t>(kFilterCandidateCap));
-        cand_key[at] = __float_as_uint(value);
-        cand_idx[at] = elem0 + j;
+        if (slot < static_cast<uint32_t>(kFilterCandidateCap)) {
+          cand_key[slot] = __float_as_uint(value);
+          cand_idx[slot] = elem0 + j;
+        }
         ++slot;
       }
     }

@@ -77,7 +77,8 @@ fi
 # indexer scorers at D = 128 and 64 with fill_masked, every top-k path, sparse MLA at h = 8, 16, 32,
 # 64 and an empty cache, the three GPU reference kernels, the whole prefill, the fused score +
 # top-k). racecheck (slow: shared memory hazards): the sparse MLA kernel at h = 64 / 128, the top-k
-# paths and the fused score + top-k.
+# paths and the fused score + top-k, with the adversarial rows (all-equal, rising, NaN / inf: where
+# the group select and the top-k filter's overflow raced, bench/RESULTS.md, sixteenth session).
 memcheck_filter='WgmmaE4m3Gemm.*:IndexerFastGpu.CausalWithCachePrefix:IndexerFastGpu.HeadDim64EveryHeadCount'
 memcheck_filter+=':IndexerReferenceGpu.CausalAndFillMasked:TopkGpuSmall.EveryPathSmallRows'
 memcheck_filter+=':TopkReferenceGpu.PageTableTransform:SparseMlaFp8.SpecShapesH64:SparseMlaFp8.SmallHeadCounts'
@@ -85,13 +86,13 @@ memcheck_filter+=':SparseMlaFp8.EmptyCacheAndZeroTokens:SparseMlaReferenceGpu.Si
 memcheck_filter+=':PrefillGpu.MatchesCpuReferencesStageByStage:FusedTopkGpu.PageTable:FusedTopkGpu.RejectsSmallWorkspace'
 racecheck_filter='SparseMlaFp8.SingleKeyHandComputed:SparseMlaFp8.EmptyCacheAndZeroTokens'
 racecheck_filter+=':SparseMlaFp8.TopkLengthOutsideRangeIsClamped:TopkGpuSmall.EveryPathSmallRows'
-racecheck_filter+=':FusedTopkGpu.PageTable'
+racecheck_filter+=':FusedTopkGpu.PageTable:TopkGpu.AdversarialRows:FusedTopkGpu.AdversarialRows'
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ ${GPU_CHECK_SANITIZE:-1} != 0 && -x $build/fp8dsa_gpu_tests ]]; then
   if [[ -x $sanitizer ]]; then
     step memcheck 180 "$sanitizer" --tool memcheck --error-exitcode 1 "$build/fp8dsa_gpu_tests" \
       --gtest_filter="$memcheck_filter"
-    step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$build/fp8dsa_gpu_tests" \
+    step racecheck 200 "$sanitizer" --tool racecheck --error-exitcode 1 "$build/fp8dsa_gpu_tests" \
       --gtest_filter="$racecheck_filter"
   else
     echo "== compute-sanitizer not found: memcheck and racecheck not run"

@@ -62,6 +62,7 @@ struct CandidateArgs {
   bool redo = false;           // score only the (token, split)s marked with kRedoBit, with no floor
   CUtensorMap sample_map{};    // every sample_stride-th row of K (prepare() builds it)
 };
+static_assert(sizeof(uint2) == kCandidateBytes, "a device entry is the layout's candidate (candidate_layout.h)");
 
 // One consumer warpgroup's shared state.
 struct CandidateShared {

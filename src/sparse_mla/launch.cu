@@ -82,9 +82,7 @@ Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int6
   t.part_keys = plan.part_keys;
   t.out_part_stride = rows * MlaShape::kDv;
   t.lse_part_stride = rows;
-  Status s = launch_seesaw(tuning.qk_chains, t,
-                           dim3(static_cast<unsigned>(tail * k.head_blocks), static_cast<unsigned>(plan.parts)), stream);
-  if (s.is_ok()) {
+  const auto merge_tail_parts = [&]() -> Status {
     LseMergeParams m;
     m.num_tokens = tail;
     m.num_heads = k.num_heads;
@@ -100,8 +98,11 @@ Status launch_seesaw_balanced(const Fp8Tuning& tuning, const KernelArgs& k, int6
     m.lse = tail_args.lse;
     m.max_logits = tail_args.max_logits;
     m.stream = stream;
-    s = lse_merge(m);
-  }
+    return lse_merge(m);
+  };
+  const Status launched = launch_seesaw(
+      tuning.qk_chains, t, dim3(static_cast<unsigned>(tail * k.head_blocks), static_cast<unsigned>(plan.parts)), stream);
+  const Status s = launched.is_ok() ? merge_tail_parts() : launched;
   const cudaError_t freed = cudaFreeAsync(workspace, stream);
   FP8DSA_RETURN_IF_ERROR(s);
   return freed == cudaSuccess ? Status::ok() : cuda_status(freed, "sparse_mla fp8: cudaFreeAsync of the tail workspace");

@@ -33,8 +33,8 @@ namespace {
 // About 59 KB: three CTAs of 256 threads or two of 512 per SM.
 template <int kThreads>
 struct FilterSmem {
-  // The candidates (and a spare slot for those past the cap), the histogram, the output slots.
-  RowSmem<kThreads, kFilterCandidateCap + 4> row;
+  // The candidates (those past the cap are counted, not stored), the histogram, the output slots.
+  RowSmem<kThreads, kFilterCandidateCap> row;
   uint32_t chunk_run[kFilterMaxChunks];         // start << 10 | length of each chunk's candidates
   uint32_t count;                               // candidates found (may exceed the cap)
 };
@@ -188,7 +188,8 @@ __device__ __forceinline__ void filter_row(const RowKeys& src, float tau, uint32
 template <int kThreads, typename Emit>
 __device__ __forceinline__ void select_candidates(uint32_t k, uint32_t count, uint32_t num_chunks,
                                                   FilterSmem<kThreads>& s, Emit emit) {
-  using Scan = typename RowSmem<kThreads, kFilterCandidateCap + 4>::Scan;
+  using Scan = typename RowSmem<kThreads, kFilterCandidateCap>::Scan;
+  static_assert(kFilterCandidateCap % 4 == 0, "the 16-byte key reads of a full array stay inside it");
   constexpr int kWarps = kThreads / 32;
   uint32_t* hist = s.row.u.select.hist;
   uint32_t* cand_key = s.row.u.select.cand_key;

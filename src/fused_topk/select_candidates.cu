@@ -196,11 +196,12 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     for (uint32_t i = threadIdx.x; i < num_words; i += kThreads) words[i] = 0u;
     sel.sync();
   }
-  auto pick = [&](uint32_t key, int64_t at) {
-    const bool keep = total <= k || key > kth_key ||
-                      (key == kth_key && (last_row == 0x7FFFFFFFu || a.entries[at].y <= last_row));
-    if (!keep) return;
-    const uint32_t key_row = a.entries[at].y;
+  // row_of(): the candidate's key row (read from its entry only where needed).
+  auto pick = [&](uint32_t key, auto row_of) {
+    const bool all = total <= k;
+    if (!all && key < kth_key) return;
+    const uint32_t key_row = row_of();
+    if (!all && key == kth_key && last_row != 0x7FFFFFFFu && key_row > last_row) return;  // a tie past the cut
     if (bitmap) {  // every candidate row is distinct: one bit each
       const uint32_t offset = key_row - static_cast<uint32_t>(row_lo);
       atomicOr(&words[offset / 32], 1u << (offset % 32));
@@ -212,13 +213,16 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   if (held) {
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      if ((present >> j) & 1u) pick(v[j], candidate_at(a, row, s, j * kThreads + threadIdx.x));
+      if ((present >> j) & 1u) {
+        const int64_t at = candidate_at(a, row, s, j * kThreads + threadIdx.x);
+        pick(v[j], [&] { return a.entries[at].y; });
+      }
     }
   } else {
     int part = 0;
     for (uint32_t f = threadIdx.x; f < total; f += kThreads) {
-      const int64_t at = candidate_at(a, row, s, f, part);
-      pick(a.entries[at].x, at);
+      const uint2 entry = a.entries[candidate_at(a, row, s, f, part)];  // one 8-byte load
+      pick(entry.x, [&] { return entry.y; });
     }
   }
   sel.sync();

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "fp8dsa/types.h"
 
 namespace fp8dsa::detail::fused_topk {
@@ -42,6 +43,12 @@ constexpr bool parts_keep_room(int k) {
   return capacity % (kBufferParts * 64) == 0 && (kept + kBufferParts - 1) / kBufferParts + kPartTileKeys <= part;
 }
 static_assert(parts_keep_room(1) && parts_keep_room(512) && parts_keep_room(2048), "every part keeps room for a tile");
+
+// A (token, key split)'s index among the buffers: its entries start at slot * capacity, its
+// kBufferParts counts at slot * kBufferParts.
+FP8DSA_HOST_DEVICE int64_t buffer_slot(int64_t token, int splits, int split) {
+  return token * splits + split;
+}
 
 // Key splits of one token block (fused_topk.cpp: enough to give every SM a CTA), at most this
 // many, so the buffers of a few-token launch stay small.

@@ -119,7 +119,7 @@ struct CandidateOutput {
   }
 
   __device__ static bool token_active(const Args& a, int64_t token, int split, int splits) {
-    return !a.redo || (a.counts[(token * splits + split) * kBufferParts] & kRedoBit) != 0u;
+    return !a.redo || (a.counts[buffer_slot(token, splits, split) * kBufferParts] & kRedoBit) != 0u;
   }
 
   // Sample rows [row0, row0 + 64 * tiles) of the strided view cover the split's keys
@@ -140,49 +140,26 @@ struct CandidateOutput {
     if (a.redo) return;  // its tokens keep the first launch's candidates
     for (int i = tid; i < block_tokens * kBufferParts; i += blockDim.x) {
       const int64_t t = first_token + i / kBufferParts;
-      if (t < args.num_tokens) a.counts[(t * args.key_splits + split) * kBufferParts + i % kBufferParts] = 0u;
+      if (t < args.num_tokens) a.counts[buffer_slot(t, args.key_splits, split) * kBufferParts + i % kBufferParts] = 0u;
     }
   }
 };
 
-// The per-warpgroup side. Epi (indexer/scorer_epilogue.cuh) says which (token, key) cells a lane
-// holds: kTokensPerLane tokens, each in kSlotsPerToken consecutive slots (its two row halves).
-//
-// A warp appends to its own part of each buffer (candidate_layout.h), so a tile's store is per
-// token two ballots, a popcount and the global stores, with no shared atomic and no barrier: the
-// lanes holding one token in a warp (its `peers`) keep the same count in a register. The warps meet
-// only at sync points, when a part may not have room for another tile: the counts are published to
-// shared memory, every buffer with a full part is compacted (the whole warpgroup), and the
-// warpgroup takes as its next budget the tiles every part still has room for, so the next sync
-// point comes when the fullest part could fill, not after every tile.
-template <bool kSampled, class Epi>
-class CandidateConsumer {
+// One consumer warpgroup's view of its tokens' buffers and of its CandidateShared: what a sync
+// point, the sample's end, a compaction and the final counts need. Kept in shared memory or
+// recomputed from threadIdx, so that the tile loop's registers hold none of it.
+class WarpgroupBuffers {
  public:
-  static constexpr int kFinal = Epi::kFinal;
-  static constexpr int kPairs = Epi::kTokensPerLane;  // tokens a lane holds, kSlots slots each
-  static constexpr int kSlots = Epi::kSlotsPerToken;
-  static_assert(Epi::slots_pair_by_token(), "a lane's slots pair up by token (scorer_epilogue.cuh)");
-  static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
+  __device__ WarpgroupBuffers(const CandidateArgs& a, uint8_t* smem) : a_(a), s_(shared_space(smem)) {}
 
-  // Only the tile loop's state is kept in registers (count, floor, peers and part of each token a
-  // lane holds, and the budget); the rest is in shared memory or recomputed from threadIdx.
-  __device__ CandidateConsumer(const CandidateArgs& a, const detail::indexer::ScorerArgs& args, uint8_t* smem,
-                               int wg_token0, int wg_tokens, int64_t first_token, int split)
-      : a_(a), s_(shared_space(smem)) {
+  // The warpgroup's shared state at the start (every consumer thread calls it; the caller syncs).
+  __device__ void init_shared(const detail::indexer::ScorerArgs& args, int wg_token0, int wg_tokens,
+                              int64_t first_token, int split) const {
     const int lane = threadIdx.x % 32;
     const int64_t wg_first = first_token + wg_token0;
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      const int u = token(m);
-      peers_[m] = __match_any_sync(0xFFFFFFFFu, u);
-      count_[m] = 0u;
-      floor_[m] = 0u;  // everything enters until the first compaction
-      part_[m] = a.entries + ((wg_first + u) * args.key_splits + split) * static_cast<int64_t>(a.capacity) +
-                 warp() * part_capacity();
-    }
-    budget_ = part_capacity() / kPartTileKeys;
     const int thread = this->thread();
-    if (thread < wg_tokens) s_->floor[thread] = 0u;
+    if (thread < wg_tokens) s_->floor[thread] = 0u;  // everything enters until the first compaction
+    if (thread < wg_tokens * kBufferParts) s_->part_count[thread / kBufferParts][thread % kBufferParts] = 0u;
     if (thread == 0) {
       s_->first_token = wg_first;
       s_->num_tokens = args.num_tokens;
@@ -195,20 +172,17 @@ class CandidateConsumer {
     if (thread < 32) {  // wg_tokens <= 32
       const int64_t t = wg_first + thread;
       const bool redo = a_.redo && thread < wg_tokens && t < args.num_tokens &&
-                        (a_.counts[(t * args.key_splits + split) * kBufferParts] & kRedoBit) != 0u;
+                        (a_.counts[buffer_slot(t, args.key_splits, split) * kBufferParts] & kRedoBit) != 0u;
       const uint32_t mask = __ballot_sync(0xFFFFFFFFu, redo);
       if (lane == 0) s_->redo_mask = mask;
     }
-    sync();
   }
 
-  // After the sample tiles' cells were stored: each token's floor from its sample, its buffer
-  // emptied for the key tiles. bounds: the CTA's tokens' [ks, ke); the split's keys [key_begin,
-  // key_end).
-  __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
+  // Each token's floor from its sample (the buffers hold the sample's cells, counted in
+  // part_count): bounds are the CTA's tokens' [ks, ke), the split's keys [key_begin, key_end).
+  // Ends synchronised; the caller empties the buffers.
+  __device__ void sample_floors(const int2* bounds, int key_begin, int key_end) const {
     const WarpgroupSelect sel(&s_->select, barrier(), thread());
-    publish_counts();
-    sync();  // every sample cell stored and counted
     const int wg_tokens = s_->wg_tokens, wg_token0 = s_->wg_token0;
     for (int u = 0; u < wg_tokens; ++u) {
       const int2 b = bounds[wg_token0 + u];
@@ -229,46 +203,11 @@ class CandidateConsumer {
       }
     }
     sync();
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      count_[m] = 0u;  // the buffers start again, empty, from the floors
-      floor_[m] = s_->floor[token(m)];
-    }
-    budget_ = part_capacity() / kPartTileKeys;
-    sync();  // part_count is free for the next sync point
   }
 
-  // Every lane offers its kFinal cells; per token, the ones that enter take the next slots of the
-  // warp's part in lane order.
-  template <int kCells>
-  __device__ void store(const detail::indexer::TileCells<kCells>& c, int lane) {
-    static_assert(kCells == kFinal, "the scorer's cells are Epi's");
-    const uint32_t below = (1u << lane) - 1u;
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      uint32_t at = count_[m];
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        const int j = m * kSlots + s;
-        const uint32_t key = detail::topk::order_key(c.value[j]);
-        const bool enter = c.valid[j] && key >= floor_[m];
-        const uint32_t group = __ballot_sync(0xFFFFFFFFu, enter) & peers_[m];
-        if (enter) part_[m][at + __popc(group & below)] = make_uint2(key, static_cast<uint32_t>(c.key[j]));
-        at += __popc(group);
-      }
-      count_[m] = at;
-    }
-  }
-
-  // After every tile: a sync point once the budget is spent (see the class comment).
-  __device__ void end_tile() {
-    if (--budget_ > 0) return;
-    sync_point();
-  }
-
-  __device__ void finish() {
-    publish_counts();
-    sync();
+  // The final counts into the workspace (part_count complete and synchronised), each token's
+  // marked for the redo launch where its sampled floor let fewer than k cells in.
+  __device__ void write_counts() const {
     const int thread = this->thread();
     const int64_t t = s_->first_token + thread;
     if (thread < s_->wg_tokens && t < s_->num_tokens) {
@@ -279,122 +218,17 @@ class CandidateConsumer {
         // A sampled floor that let fewer than k in (the token has more keys: the floor was only
         // set with more than capacity - 64 of them) may have turned away some of its top k.
         if ((s_->prefloor_mask & bit) != 0u && total < static_cast<uint32_t>(a_.k)) c[0] |= kRedoBit;
-        uint32_t* out = a_.counts + (t * s_->splits + s_->split) * kBufferParts;
+        uint32_t* out = a_.counts + buffer_slot(t, s_->splits, s_->split) * kBufferParts;
 #pragma unroll
         for (int p = 0; p < kBufferParts; ++p) out[p] = c[p];
       }
     }
   }
 
- private:
-  // The same address, re-derived from the dynamic shared array: the kernel's aligned pointer went
-  // through an integer, so without this every access would compile to a generic instruction
-  // instead of LDS / STS.
-  __device__ static CandidateShared* shared_space(uint8_t* smem) {
-    extern __shared__ uint8_t candidate_output_smem[];
-    const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_output_smem);
-    return reinterpret_cast<CandidateShared*>(candidate_output_smem + offset);
-  }
-
-  __device__ static int thread() { return threadIdx.x % 128; }
-  __device__ static int warp() { return (threadIdx.x / 32) % 4; }
-  __device__ static uint32_t barrier() { return kBarrierBase + threadIdx.x / 128; }
-  __device__ static int token(int m) { return Epi::slot_token(threadIdx.x % 32, m * kSlots); }  // local
-  __device__ int part_capacity() const { return a_.capacity / kBufferParts; }
-  __device__ static void sync() { hopper::named_barrier_sync(barrier(), 128); }
-
-  // The warps publish their counts; every buffer with a part that may not hold another tile is
-  // compacted; the next budget is the tiles every part still has room for (at least one: a
-  // compaction leaves room for several, parts_keep_room()).
-  __device__ void sync_point() {
-    publish_counts();
-    sync();
-    const int wg_tokens = s_->wg_tokens;
-    const int part_cap = part_capacity();
-    for (int u = 0; u < wg_tokens; ++u) {
-      uint32_t c[kBufferParts];
-      read_counts(u, c);
-      bool full = false;
-#pragma unroll
-      for (int p = 0; p < kBufferParts; ++p) full |= c[p] + kPartTileKeys > static_cast<uint32_t>(part_cap);
-      if (full) compact(u, c);
-    }
-    int budget = part_cap / kPartTileKeys;
-    for (int u = 0; u < wg_tokens; ++u) {
-      uint32_t c[kBufferParts];
-      read_counts(u, c);
-#pragma unroll
-      for (int p = 0; p < kBufferParts; ++p) budget = min(budget, (part_cap - static_cast<int>(c[p])) / kPartTileKeys);
-    }
-    budget_ = budget;
-    const int w = warp();
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      count_[m] = s_->part_count[token(m)][w];
-      floor_[m] = s_->floor[token(m)];
-    }
-    sync();  // part_count is free for the next sync point
-  }
-
-  // The warp's counts into shared memory: the lowest lane of each token's peers writes.
-  __device__ void publish_counts() const {
-    const int lane = threadIdx.x % 32, w = warp();
-#pragma unroll
-    for (int m = 0; m < kPairs; ++m) {
-      if (lane == __ffs(peers_[m]) - 1) s_->part_count[token(m)][w] = count_[m];
-    }
-  }
-
-  // Token u's part counts; returns their sum.
-  __device__ uint32_t read_counts(int u, uint32_t (&c)[kBufferParts]) const {
-    static_assert(kBufferParts == 4, "one 16-byte load");
-    const uint4 q = *reinterpret_cast<const uint4*>(s_->part_count[u]);
-    c[0] = q.x;
-    c[1] = q.y;
-    c[2] = q.z;
-    c[3] = q.w;
-    return q.x + q.y + q.z + q.w;
-  }
-
-  // A buffer's keys into registers: v[j] is entry i = j * 128 + thread of the (token, split) slot,
-  // present when it lies inside its part's count; bit j of the result says v[j] holds one (the
-  // selects' pass mask).
-  static constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
-  static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
-  // Entry i lies in part p = i / part_capacity at position i - p * part_capacity (compares, not a
-  // division: these run 32 times a thread per compaction).
-  __device__ bool in_part(uint32_t i, const uint32_t (&c)[kBufferParts]) const {
-    const uint32_t part_cap = static_cast<uint32_t>(part_capacity());
-    uint32_t n = c[0], start = 0;
-#pragma unroll
-    for (int q = 1; q < kBufferParts; ++q) {
-      const bool past = i >= q * part_cap;
-      n = past ? c[q] : n;
-      start = past ? q * part_cap : start;
-    }
-    return i < kBufferParts * part_cap && i - start < n;
-  }
-  __device__ uint32_t load_keys(const uint2* entries, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
-    uint32_t present = 0;
-    const int thread = this->thread();
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const uint32_t i = j * 128 + thread;
-      const bool ok = in_part(i, c);
-      v[j] = ok ? entries[i].x : 0u;
-      if (ok) present |= 1u << j;
-    }
-    return present;
-  }
-
-  __device__ int64_t token_offset(int u) const {
-    return ((s_->first_token + u) * s_->splits + s_->split) * static_cast<int64_t>(a_.capacity);
-  }
-
   // Keeps exactly the top k of token u's buffer (in place, spread evenly over its parts) and
   // raises its floor above the k-th. c: its part counts, rewritten. The keys (at most
   // kMaxCapacity) are read into registers once for the select.
-  __device__ void compact(int u, const uint32_t (&c)[kBufferParts]) {
+  __device__ void compact(int u, const uint32_t (&c)[kBufferParts]) const {
     const int thread = this->thread();
     const WarpgroupSelect sel(&s_->select, barrier(), thread);
     uint2* entries = a_.entries + token_offset(u);
@@ -473,8 +307,207 @@ class CandidateConsumer {
     sel.sync();
   }
 
+  // Token u's part counts; returns their sum.
+  __device__ uint32_t read_counts(int u, uint32_t (&c)[kBufferParts]) const {
+    static_assert(kBufferParts == 4, "one 16-byte load");
+    const uint4 q = *reinterpret_cast<const uint4*>(s_->part_count[u]);
+    c[0] = q.x;
+    c[1] = q.y;
+    c[2] = q.z;
+    c[3] = q.w;
+    return q.x + q.y + q.z + q.w;
+  }
+
+  __device__ static int thread() { return threadIdx.x % 128; }
+  __device__ static int warp() { return (threadIdx.x / 32) % 4; }
+  __device__ static uint32_t barrier() { return kBarrierBase + threadIdx.x / 128; }
+  __device__ static void sync() { hopper::named_barrier_sync(barrier(), 128); }
+  __device__ int part_capacity() const { return a_.capacity / kBufferParts; }
+  // Where token u's buffer starts among the entries.
+  __device__ int64_t token_offset(int u) const {
+    return buffer_slot(s_->first_token + u, s_->splits, s_->split) * static_cast<int64_t>(a_.capacity);
+  }
+
+  static constexpr uint32_t kBarrierBase = detail::indexer::kOutputWarpgroup;  // indexer/config.h
+
+ protected:
+  // The same address, re-derived from the dynamic shared array: the kernel's aligned pointer went
+  // through an integer, so without this every access would compile to a generic instruction
+  // instead of LDS / STS.
+  __device__ static CandidateShared* shared_space(uint8_t* smem) {
+    extern __shared__ uint8_t candidate_output_smem[];
+    const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_output_smem);
+    return reinterpret_cast<CandidateShared*>(candidate_output_smem + offset);
+  }
+
+  // A buffer's keys into registers: v[j] is entry i = j * 128 + thread of the (token, split) slot,
+  // present when it lies inside its part's count; bit j of the result says v[j] holds one (the
+  // selects' pass mask).
+  static constexpr int kPer = kMaxCapacity / 128;  // 32 key registers per thread
+  static_assert(kMaxCapacity % 128 == 0 && kPer <= 32, "one pass bit per register");
+  // Entry i lies in part p = i / part_capacity at position i - p * part_capacity (compares, not a
+  // division: these run 32 times a thread per compaction).
+  __device__ bool in_part(uint32_t i, const uint32_t (&c)[kBufferParts]) const {
+    const uint32_t part_cap = static_cast<uint32_t>(part_capacity());
+    uint32_t n = c[0], start = 0;
+#pragma unroll
+    for (int q = 1; q < kBufferParts; ++q) {
+      const bool past = i >= q * part_cap;
+      n = past ? c[q] : n;
+      start = past ? q * part_cap : start;
+    }
+    return i < kBufferParts * part_cap && i - start < n;
+  }
+  __device__ uint32_t load_keys(const uint2* entries, const uint32_t (&c)[kBufferParts], uint32_t (&v)[kPer]) const {
+    uint32_t present = 0;
+    const int thread = this->thread();
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t i = j * 128 + thread;
+      const bool ok = in_part(i, c);
+      v[j] = ok ? entries[i].x : 0u;
+      if (ok) present |= 1u << j;
+    }
+    return present;
+  }
+
   const CandidateArgs& a_;  // the kernel's __grid_constant__ parameter
   CandidateShared* s_;
+};
+
+// The per-warpgroup side. Epi (indexer/scorer_epilogue.cuh) says which (token, key) cells a lane
+// holds: kTokensPerLane tokens, each in kSlotsPerToken consecutive slots (its two row halves).
+//
+// A warp appends to its own part of each buffer (candidate_layout.h), so a tile's store is per
+// token two ballots, a popcount and the global stores, with no shared atomic and no barrier: the
+// lanes holding one token in a warp (its `peers`) keep the same count in a register. The warps meet
+// only at sync points, when a part may not have room for another tile: the counts are published to
+// shared memory, every buffer with a full part is compacted (the whole warpgroup), and the
+// warpgroup takes as its next budget the tiles every part still has room for, so the next sync
+// point comes when the fullest part could fill, not after every tile.
+template <bool kSampled, class Epi>
+class CandidateConsumer : WarpgroupBuffers {
+ public:
+  static constexpr int kFinal = Epi::kFinal;
+  static constexpr int kPairs = Epi::kTokensPerLane;  // tokens a lane holds, kSlots slots each
+  static constexpr int kSlots = Epi::kSlotsPerToken;
+  static_assert(Epi::slots_pair_by_token(), "a lane's slots pair up by token (scorer_epilogue.cuh)");
+
+  // Only the tile loop's state is kept in registers (count, floor, peers and part of each token a
+  // lane holds, and the budget); the rest is in shared memory or recomputed from threadIdx.
+  __device__ CandidateConsumer(const CandidateArgs& a, const detail::indexer::ScorerArgs& args, uint8_t* smem,
+                               int wg_token0, int wg_tokens, int64_t first_token, int split)
+      : WarpgroupBuffers(a, smem) {
+    const int64_t wg_first = first_token + wg_token0;
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      const int u = token(m);
+      peers_[m] = __match_any_sync(0xFFFFFFFFu, u);
+      count_[m] = 0u;
+      floor_[m] = 0u;  // everything enters until the first compaction
+      part_[m] = a.entries + buffer_slot(wg_first + u, args.key_splits, split) * static_cast<int64_t>(a.capacity) +
+                 warp() * part_capacity();
+    }
+    budget_ = part_capacity() / kPartTileKeys;
+    init_shared(args, wg_token0, wg_tokens, first_token, split);
+    sync();
+  }
+
+  // After the sample tiles' cells were stored: each token's floor from its sample, its buffer
+  // emptied for the key tiles. bounds: the CTA's tokens' [ks, ke); the split's keys [key_begin,
+  // key_end).
+  __device__ void end_sample(const int2* bounds, int key_begin, int key_end) {
+    publish_counts();
+    sync();  // every sample cell stored and counted
+    sample_floors(bounds, key_begin, key_end);
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      count_[m] = 0u;  // the buffers start again, empty, from the floors
+      floor_[m] = s_->floor[token(m)];
+    }
+    budget_ = part_capacity() / kPartTileKeys;
+    sync();  // part_count is free for the next sync point
+  }
+
+  // Every lane offers its kFinal cells; per token, the ones that enter take the next slots of the
+  // warp's part in lane order.
+  template <int kCells>
+  __device__ void store(const detail::indexer::TileCells<kCells>& c, int lane) {
+    static_assert(kCells == kFinal, "the scorer's cells are Epi's");
+    const uint32_t below = (1u << lane) - 1u;
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      uint32_t at = count_[m];
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const int j = m * kSlots + s;
+        const uint32_t key = detail::topk::order_key(c.value[j]);
+        const bool enter = c.valid[j] && key >= floor_[m];
+        const uint32_t group = __ballot_sync(0xFFFFFFFFu, enter) & peers_[m];
+        if (enter) part_[m][at + __popc(group & below)] = make_uint2(key, static_cast<uint32_t>(c.key[j]));
+        at += __popc(group);
+      }
+      count_[m] = at;
+    }
+  }
+
+  // After every tile: a sync point once the budget is spent (see the class comment).
+  __device__ void end_tile() {
+    if (--budget_ > 0) return;
+    sync_point();
+  }
+
+  __device__ void finish() {
+    publish_counts();
+    sync();
+    write_counts();
+  }
+
+ private:
+  __device__ static int token(int m) { return Epi::slot_token(threadIdx.x % 32, m * kSlots); }  // local
+
+  // The warps publish their counts; every buffer with a part that may not hold another tile is
+  // compacted; the next budget is the tiles every part still has room for (at least one: a
+  // compaction leaves room for several, parts_keep_room()).
+  __device__ void sync_point() {
+    publish_counts();
+    sync();
+    const int wg_tokens = s_->wg_tokens;
+    const int part_cap = part_capacity();
+    for (int u = 0; u < wg_tokens; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+      bool full = false;
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) full |= c[p] + kPartTileKeys > static_cast<uint32_t>(part_cap);
+      if (full) compact(u, c);
+    }
+    int budget = part_cap / kPartTileKeys;
+    for (int u = 0; u < wg_tokens; ++u) {
+      uint32_t c[kBufferParts];
+      read_counts(u, c);
+#pragma unroll
+      for (int p = 0; p < kBufferParts; ++p) budget = min(budget, (part_cap - static_cast<int>(c[p])) / kPartTileKeys);
+    }
+    budget_ = budget;
+    const int w = warp();
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      count_[m] = s_->part_count[token(m)][w];
+      floor_[m] = s_->floor[token(m)];
+    }
+    sync();  // part_count is free for the next sync point
+  }
+
+  // The warp's counts into shared memory: the lowest lane of each token's peers writes.
+  __device__ void publish_counts() const {
+    const int lane = threadIdx.x % 32, w = warp();
+#pragma unroll
+    for (int m = 0; m < kPairs; ++m) {
+      if (lane == __ffs(peers_[m]) - 1) s_->part_count[token(m)][w] = count_[m];
+    }
+  }
+
   int budget_;                // end_tile() calls before the next sync point
   uint32_t peers_[kPairs];    // the lanes holding token(m) in this warp
   uint32_t count_[kPairs];    // this warp's part count of token(m) (equal on its peers)

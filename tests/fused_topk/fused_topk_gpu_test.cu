@@ -316,6 +316,25 @@ TEST(FusedTopkGpu, MisleadingSample) {
   }
 }
 
+// Long rows that take a sample, with scores that keep beating the floor or are all ties: the
+// sampled launch compacts between key tiles, at every head count's block shape (H = 64 and 32
+// two consumers, H = 16 and 8 three). Exact either way.
+TEST(FusedTopkGpu, AdversarialSampledRows) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  const int64_t T = 40, N = 200000;
+  for (int H : {64, 32, 16, 8}) {
+    for (Scores kind : {Scores::kEqual, Scores::kRising, Scores::kSpecial}) {
+      SCOPED_TRACE("H " + std::to_string(H) + " scores kind " + std::to_string(static_cast<int>(kind)));
+      const Inputs in =
+          make_inputs(T, N, H, 128, tools::random_key_ranges(T, N, 17, 0.1, 0.1), kind, 17 + static_cast<uint64_t>(H));
+      check_against_unfused(in, {2048, H == 64}, false);
+    }
+  }
+  // And a sampled launch of the D = 64 kernels.
+  const Inputs in = make_inputs(T, N, 64, 64, tools::random_key_ranges(T, N, 18, 0.1, 0.1), Scores::kRandom, 18);
+  check_against_unfused(in, {2048, false}, false);
+}
+
 // The page-table transform, in the same kernel: the fused output equals the transform of the
 // unfused selection row by row (the same sets, so the same physical rows).
 TEST(FusedTopkGpu, PageTable) {

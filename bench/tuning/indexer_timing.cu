@@ -15,6 +15,8 @@
 //   fp8dsa_indexer_timing fill     the masked fill alone, the scorer alone, the two through
 //                                  indexer_logits (the fill first) and the two in the other order,
 //                                  T = 4096 causal, H = 64, N = 8K / 32K / 64K / 128K
+//   fp8dsa_indexer_timing overhead a CTA's fixed cost: T = 16384, no causal guard, N = 512-8192,
+//                                  H = 64 / 32 (the intercept of the time in N)
 //   fp8dsa_indexer_timing shapes [NAME]  the Q-resident shapes (wide / narrow shared) x key splits,
 //                                  T = 4096 causal, N = 8K-128K, H = 64 / 32
 //   fp8dsa_indexer_timing profile H N [splits]
@@ -226,6 +228,24 @@ void fill_rows(const Buffers& b) {
   }
 }
 
+// A CTA's fixed cost: every token sees all N keys (T = 16384 > N, so no causal guard), N = 512 to
+// 8192, H = 64 and 32, so that every CTA has the same N / 64 key tiles; the time's intercept in N
+// over the waves is what a CTA costs beyond its tiles.
+void overhead_rows(const Buffers& b) {
+  std::printf("== CTA fixed cost: T=16384, every token sees all N keys ==\n");
+  std::printf("%3s %7s %10s %8s\n", "H", "N", "us", "TFLOPS");
+  for (int H : {64, 32}) {
+    for (int64_t N : {512, 1024, 2048, 4096, 8192}) {
+      bool causal = false;
+      const double pairs = set_bounds(b, 16384, N, &causal);
+      const IndexerParams p = params_for(b, 16384, N, H);
+      const double ms = time_ms([&] { return detail::indexer::run_q_resident(p); });
+      std::printf("%3d %7lld %10.1f %8.1f\n", H, static_cast<long long>(N), ms * 1e3, tflops(pairs, H, ms));
+      std::fflush(stdout);
+    }
+  }
+}
+
 // The shapes at T = 4096 causal: wide-shared (the shipped H >= 32 shape, also without the MMA
 // ping-pong) and narrow-shared (three consumers of 128 columns), each with key splits auto
 // (choose_key_splits) and 1-4; `only` names one of them. False (and nothing timed) when `only`
@@ -317,6 +337,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {
     fp8dsa::fill_rows(b);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "overhead") == 0) {
+    fp8dsa::overhead_rows(b);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "shapes") == 0) return fp8dsa::shape_rows(b, argc > 2 ? argv[2] : nullptr) ? 0 : 2;

@@ -223,10 +223,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int wg_token0 = Cfg::kShareTiles ? wg * Cfg::kWgTokens : 0;
   float w_reg[Epi::kWeightRegs];
   Epi::load_weights(w_reg, args.w, args.w_stride, first_token + wg_token0, args.num_tokens, lane);
-  if constexpr (kSplit) {
-#pragma unroll
-    for (int i = 0; i < Epi::kWeightRegs; ++i) w_reg[i] *= 0.5f;  // the split's halving (exact)
-  }
   const uint32_t q_addr = hopper::smem_address(q_smem) + (Cfg::kShareTiles ? wg * Cfg::kCols * Cfg::kDim : 0);
   const uint32_t k_addr = hopper::smem_address(k_smem);
   static_assert(Cfg::kShareTiles || !Output::kNeedsOwnTokens, "this output needs a token block per consumer");
@@ -240,6 +236,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint64_t desc_a0 = hopper::kmajor_descriptor(k_addr, Cfg::kSwizzle, kKeyTile, 0);
   const uint64_t desc_b0 = hopper::kmajor_descriptor(q_addr, Cfg::kSwizzle, Cfg::kCols, 0);
   hopper::mbarrier_wait(q_full, 0);
+  // The split's halving (exact), after the Q wait rather than right after the w loads: there each
+  // multiply waited for its load, and the 64 loads (one branch each) ran one after another, about
+  // 6 us at the start of every H = 64 CTA (ncu source counters, bench/RESULTS.md).
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int i = 0; i < Epi::kWeightRegs; ++i) w_reg[i] *= 0.5f;
+  }
 
   // The split epilogue's linear-term rows of this consumer's B block (linear_split.cuh), written
   // once per CTA; lin_weight scales the lane's columns of their accumulator.

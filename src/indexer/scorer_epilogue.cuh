@@ -49,14 +49,40 @@ struct ScoreEpilogue {
   }
 
   // w for this lane's columns: slot s <-> registers r with (r/4)*2 + r%2 == s.
+  //
+  // At H = 64 a token's 16 slots are loaded under one test of the token (slots s of token s / 16):
+  // with a test a slot, the 64 loads ran one after another at the start of every CTA (ncu source
+  // counters: 12% of the warp stalls at N = 1024), and the scorer at T = 4096, N = 8K ran 4% slower. At
+  // H <= 32 the per-token grouping measured 2-5% slower (bench/RESULTS.md, twenty-first session),
+  // so the slot-wise loads stay there.
   __device__ __forceinline__ static void load_weights(float (&w_reg)[kWeightRegs], const float* w,
                                                       int64_t w_stride, int64_t first_token,
                                                       int64_t num_tokens, int lane) {
+    if constexpr (kHeads == 64) {
+      constexpr int kSlotsPerToken = kWeightRegs / kTokens;  // H / 4
 #pragma unroll
-    for (int s = 0; s < kWeightRegs; ++s) {
-      const int col = (s / 2) * 8 + (lane % 4) * 2 + s % 2;
-      const int64_t t = first_token + col / kHeads;
-      w_reg[s] = t < num_tokens ? w[t * w_stride + col % kHeads] : 0.0f;
+      for (int token = 0; token < kTokens; ++token) {
+        const int64_t t = first_token + token;
+        if (t < num_tokens) {
+          const float* row = w + t * w_stride;
+#pragma unroll
+          for (int j = 0; j < kSlotsPerToken; ++j) {
+            const int s = token * kSlotsPerToken + j;
+            const int col = (s / 2) * 8 + (lane % 4) * 2 + s % 2;  // inside this token's 64 columns
+            w_reg[s] = row[col % kHeads];
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < kSlotsPerToken; ++j) w_reg[token * kSlotsPerToken + j] = 0.0f;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < kWeightRegs; ++s) {
+        const int col = (s / 2) * 8 + (lane % 4) * 2 + s % 2;
+        const int64_t t = first_token + col / kHeads;
+        w_reg[s] = t < num_tokens ? w[t * w_stride + col % kHeads] : 0.0f;
+      }
     }
   }
 

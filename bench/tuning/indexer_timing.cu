@@ -17,6 +17,8 @@
 //                                  T = 4096 causal, H = 64, N = 8K / 32K / 64K / 128K
 //   fp8dsa_indexer_timing overhead a CTA's fixed cost: T = 16384, no causal guard, N = 512-8192,
 //                                  H = 64 / 32 (the intercept of the time in N)
+//   fp8dsa_indexer_timing tail     the last wave cut finer: none, automatic, and a grid of tail
+//                                  blocks x parts, T = 4096 causal, N = 8K-128K, H = 64 / 32
 //   fp8dsa_indexer_timing shapes [NAME]  the Q-resident shapes (wide / narrow shared) x key splits,
 //                                  T = 4096 causal, N = 8K-128K, H = 64 / 32
 //   fp8dsa_indexer_timing profile H N [splits]
@@ -35,6 +37,7 @@
 
 #include "tools/device_random.h"
 #include "fp8dsa/indexer.h"
+#include "indexer/key_splits.h"
 #include "indexer/scorers.h"
 #include "tools/timing.h"
 #include "tool_support.h"
@@ -294,6 +297,44 @@ bool shape_rows(const Buffers& b, const char* only) {
   return true;
 }
 
+// The last wave cut finer (key_splits.h choose_tail_splits): per shape, the grid without a tail,
+// the automatic tail, other key splits (H = 32) and a grid of tail cuts, two rounds in turn.
+void tail_rows(const Buffers& b) {
+  for (const int H : {64, 32}) {
+    for (const int64_t N : {int64_t{8192}, int64_t{32768}, int64_t{65536}, int64_t{131072}}) {
+      bool causal = false;
+      const double pairs = set_bounds(b, 4096, N, &causal);
+      const IndexerParams p = params_for(b, 4096, N, H);
+      const int64_t blocks = 4096 / detail::indexer::q_resident_auto_block_tokens(H);
+      const int splits = detail::indexer::choose_key_splits(blocks, N);
+      const int64_t sms = device_sm_count();
+      const int partial_blocks = static_cast<int>(((blocks * splits) % sms + splits - 1) / splits);
+      struct Variant {
+        int key_splits, tail_blocks, tail_splits;
+      };
+      std::vector<Variant> variants = {{0, 0, 0}, {0, -1, 0}};
+      if (H == 32) variants.insert(variants.end(), {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}});
+      for (const int f : {2, 3, 4, 6, 9, 12}) variants.push_back({0, partial_blocks, splits * f});
+      for (const int f : {3, 6}) variants.push_back({0, 2 * partial_blocks, splits * f});
+      const auto auto_tail = detail::indexer::choose_tail_splits(blocks, splits, N, H);
+      std::printf("tail N=%lld H=%d: %lld blocks, %d splits, partial-wave blocks %d, auto tail %d x %d\n",
+                  static_cast<long long>(N), H, static_cast<long long>(blocks), splits, partial_blocks, auto_tail.blocks,
+                  auto_tail.splits);
+      for (int round = 0; round < 2; ++round) {
+        for (const Variant& v : variants) {
+          detail::indexer::QResidentTuning tuning;
+          tuning.key_splits = v.key_splits;
+          tuning.tail_blocks = v.tail_blocks;
+          tuning.tail_splits = v.tail_splits;
+          const double ms = time_ms([&] { return detail::indexer::run_q_resident(p, tuning); });
+          std::printf("  round %d splits %d tail %d x %d: %.4f ms %.1f TFLOPS\n", round, v.key_splits, v.tail_blocks,
+                      v.tail_splits, ms, tflops(pairs, H, ms));
+        }
+      }
+    }
+  }
+}
+
 // Three launches of the shipped scorer (auto shape; key splits auto or given) for a profiler to pick
 // the last of, then the median time.
 void profile_shape(const Buffers& b, int H, int64_t N, int splits) {
@@ -337,6 +378,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "fill") == 0) {
     fp8dsa::fill_rows(b);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "tail") == 0) {
+    fp8dsa::tail_rows(b);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "overhead") == 0) {

@@ -38,6 +38,40 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
   return static_cast<int>(best);
 }
 
+// The last wave, cut finer (plain logits only: the fused path's buffers are per key split). A grid
+// of token_blocks x key_splits CTAs, one an SM, whose item count is not a multiple of the SMs ends
+// with a partial wave: some SMs run one more whole part while the others idle. Instead the blocks
+// of that wave (the last ones, the shortest under a causal guard) are cut into tail_splits parts,
+// chosen so that their parts fill whole waves best, a part costing its tiles plus a CTA's fixed
+// cost (about 6 tiles at H = 64, 3 at H <= 32: `fp8dsa_indexer_timing overhead`, bench/RESULTS.md).
+// Returns {tail_blocks, tail_splits}, {0, key_splits} for none. The block length is taken as N's
+// tiles (an upper bound; under a causal guard the tail blocks are the shortest).
+struct TailSplits {
+  int blocks = 0;
+  int splits = 1;
+};
+inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64_t num_keys, int heads) {
+  TailSplits none{0, key_splits};
+  const int64_t sms = device_sm_count();
+  const int64_t items = token_blocks * key_splits;
+  const int64_t partial = items % sms;
+  if (items < sms || partial == 0) return none;
+  const int64_t blocks = std::min<int64_t>(token_blocks, (partial + key_splits - 1) / key_splits);
+  const double tiles = static_cast<double>((num_keys + 63) / 64);
+  const double fixed = heads >= 64 ? 6.0 : 3.0;
+  // The tail's time in tiles with s parts a block: its waves times a part's cost.
+  const auto cost = [&](int64_t s) { return static_cast<double>((blocks * s + sms - 1) / sms) * (tiles / s + fixed); };
+  double best_cost = cost(key_splits);
+  TailSplits best = none;
+  for (int64_t s = key_splits + 1; s <= key_splits + 16 && tiles / s >= 8.0; ++s) {
+    if (cost(s) < 0.98 * best_cost) {
+      best_cost = cost(s);
+      best = TailSplits{static_cast<int>(blocks), static_cast<int>(s)};
+    }
+  }
+  return best;
+}
+
 // Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)
 // buffers with it): wide for H >= 32 (two consumers of 256 columns), narrow below (three of 128).
 inline int q_resident_auto_block_tokens(int heads) { return heads >= 32 ? 2 * 256 / heads : 3 * 128 / heads; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -31,6 +32,24 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   if (grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
   args.num_token_blocks = static_cast<int>(token_blocks);
   args.key_splits = key_splits;
+  args.tail_blocks = 0;
+  args.tail_splits = key_splits;
+  if constexpr (std::is_same_v<Output, LogitsOutput>) {  // other outputs lay out their work per key split
+    TailSplits tail{0, key_splits};
+    if (tuning.tail_blocks < 0) {
+      tail = choose_tail_splits(token_blocks, key_splits, p.num_keys, Cfg::kHeads);
+    } else if (tuning.tail_blocks > 0) {
+      if (tuning.tail_blocks > token_blocks || tuning.tail_splits < 1) {
+        return invalid_argument("indexer q_resident: tail_blocks must be <= the token blocks, tail_splits >= 1");
+      }
+      tail = TailSplits{tuning.tail_blocks, tuning.tail_splits};
+    }
+    const int64_t tail_grid = (token_blocks - tail.blocks) * key_splits + int64_t{tail.blocks} * tail.splits;
+    if (tail_grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
+    args.tail_blocks = tail.blocks;
+    args.tail_splits = tail.splits;
+  }
+  const int64_t launch_grid = (token_blocks - args.tail_blocks) * key_splits + int64_t{args.tail_blocks} * args.tail_splits;
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 
@@ -39,7 +58,7 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   auto kernel = q_resident_scorer_kernel<Cfg, Output>;
   constexpr int kSmemBytes = Cfg::kSmemBytes + Cfg::kConsumers * Output::kSmemBytesPerConsumer;
   static_assert(kSmemBytes <= 227 * 1024, "the scorer and its output policy fit one SM's shared memory");
-  return launch_kernel("q_resident_scorer_kernel", kernel, static_cast<unsigned>(grid), Cfg::kThreads, kSmemBytes,
+  return launch_kernel("q_resident_scorer_kernel", kernel, static_cast<unsigned>(launch_grid), Cfg::kThreads, kSmemBytes,
                        p.stream, k_map, q_map, args, launch_args);
 }
 

@@ -17,7 +17,9 @@
 // its token's top k. The grid is ordered last-token-block first, so under a causal
 // guard the longest blocks start first; `key_splits` cuts each block's key range into equal parts
 // (separate CTAs, no reduction needed: every (token, key) cell is independent) to fill the machine
-// when there are few token blocks.
+// when there are few token blocks. With LogitsOutput the grid's last token blocks (the shortest)
+// may be cut finer (`tail_blocks`, `tail_splits`: key_splits.h), so that the last wave is of small
+// parts rather than a few whole blocks with idle SMs beside them.
 #pragma once
 
 #include <cstdint>
@@ -122,9 +124,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
+  // Longest first: blocks num_token_blocks - 1 down to tail_blocks in key_splits parts each, then
+  // the tail blocks (the shortest) in tail_splits parts each, so that the last wave is small parts.
   const int item = blockIdx.x;
-  const int token_block = args.num_token_blocks - 1 - item / args.key_splits;  // longest first
-  const int split = item % args.key_splits;
+  const int head_items = (args.num_token_blocks - args.tail_blocks) * args.key_splits;
+  const bool in_tail = item >= head_items;
+  const int splits = in_tail ? args.tail_splits : args.key_splits;
+  const int rel_item = in_tail ? item - head_items : item;
+  const int token_block = (in_tail ? args.tail_blocks : args.num_token_blocks) - 1 - rel_item / splits;
+  const int split = rel_item % splits;
   const int64_t first_token = static_cast<int64_t>(token_block) * Cfg::kTokens;
 
   if (warp == 0) {
@@ -176,8 +184,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
   const int tile_lo = lo / kKeyTile;
   const int tile_count_all = static_cast<int>((int64_t{hi} + kKeyTile - 1) / kKeyTile) - tile_lo;  // hi may be ~2^31
-  const int tile_begin = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * split / args.key_splits);
-  const int tile_end = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * (split + 1) / args.key_splits);
+  const int tile_begin = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * split / splits);
+  const int tile_end = tile_lo + static_cast<int>(static_cast<int64_t>(tile_count_all) * (split + 1) / splits);
   const int num_tiles = tile_end - tile_begin;
   if (num_tiles <= 0) {
     Output::empty_cta(out_args, args, first_token, split, Cfg::kTokens, tid);

@@ -22,6 +22,8 @@ struct ScorerArgs {
   int64_t ldl = 0;
   int num_token_blocks = 0;  // Q-resident: blocks of kTokens tokens; K-resident: token chunks
   int key_splits = 1;        // Q-resident: parts each token block's key range is cut into
+  int tail_blocks = 0;       // Q-resident: the last (shortest) token blocks, cut into tail_splits parts instead
+  int tail_splits = 1;
   bool mma_only = false;     // timing only, FP8DSA_TUNING builds: skip the epilogue (writes nothing)
   bool ping_pong = true;     // Q-resident: consumers issue their MMAs in rotation
 };
@@ -36,6 +38,8 @@ enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarro
 struct QResidentTuning {
   QResidentShape shape = QResidentShape::kAuto;
   int key_splits = 0;  // 0: chosen from the grid size
+  int tail_blocks = -1;  // -1: chosen from the grid size (choose_tail_splits); 0: none (plain logits only)
+  int tail_splits = 0;   // with tail_blocks > 0: parts of each tail block's key range
   bool mma_only = false;  // timing only (see ScorerArgs); refused by a default build
   bool ping_pong = true;  // see ScorerArgs
 };

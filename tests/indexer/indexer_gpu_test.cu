@@ -396,13 +396,25 @@ TEST(IndexerFastGpu, QResidentVariants) {
     }
     for (QResidentShape shape : shapes) {
       std::vector<float> first;
-      for (int variant = 0; variant < 3; ++variant) {
+      // 0: automatic, 1: no ping-pong, 2: 3 key splits, 3: the last block in 7 parts, 4: 3 key
+      // splits and the last 2 blocks in 4 parts, 5: every block a tail block in 2 parts.
+      for (int variant = 0; variant < 6; ++variant) {
         SCOPED_TRACE("H=" + std::to_string(h) + " shape " + std::to_string(static_cast<int>(shape)) +
                      " variant " + std::to_string(variant));
         detail::indexer::QResidentTuning tuning;
         tuning.shape = shape;
         tuning.ping_pong = variant != 1;
-        tuning.key_splits = variant == 2 ? 3 : 0;
+        tuning.key_splits = variant == 2 || variant == 4 ? 3 : 0;
+        tuning.tail_blocks = variant == 3 ? 1 : variant == 4 ? 2 : 0;
+        tuning.tail_splits = variant == 3 ? 7 : variant == 4 ? 4 : 0;
+        if (variant == 5) {
+          const int columns = shape == QResidentShape::kWideShared ? 2 * 256
+                              : shape == QResidentShape::kNarrowShared ? 3 * 128
+                              : shape == QResidentShape::kWide ? 256 : 128;
+          const int block_tokens = columns / h;
+          tuning.tail_blocks = (67 + block_tokens - 1) / block_tokens;
+          tuning.tail_splits = 2;
+        }
         const IndexerParams d = pr.device;
         ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning); },
                                                   {testing::rerun_output(pr.d_logits, "logits")}));
@@ -416,6 +428,11 @@ TEST(IndexerFastGpu, QResidentVariants) {
         if (variant == 0) first = got;
         else EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)));
       }
+      detail::indexer::QResidentTuning too_many;
+      too_many.shape = shape;
+      too_many.tail_blocks = 1000;
+      too_many.tail_splits = 2;
+      EXPECT_EQ(StatusCode::kInvalidArgument, detail::indexer::run_q_resident(pr.device, too_many).code());
     }
   }
 }

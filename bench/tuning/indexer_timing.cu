@@ -313,7 +313,8 @@ void tail_rows(const Buffers& b) {
         int key_splits, tail_blocks, tail_splits;
       };
       std::vector<Variant> variants = {{0, 0, 0}, {0, -1, 0}};
-      if (H == 32) variants.insert(variants.end(), {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}});
+      if (H == 32) variants.insert(variants.end(), {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}, {1, -1, 0}, {2, -1, 0}, {4, -1, 0}});
+      if (H == 64) variants.push_back({2, -1, 0});
       for (const int f : {2, 3, 4, 6, 9, 12}) variants.push_back({0, partial_blocks, splits * f});
       for (const int f : {3, 6}) variants.push_back({0, 2 * partial_blocks, splits * f});
       const auto auto_tail = detail::indexer::choose_tail_splits(blocks, splits, N, H);
@@ -329,6 +330,18 @@ void tail_rows(const Buffers& b) {
           const double ms = time_ms([&] { return detail::indexer::run_q_resident(p, tuning); });
           std::printf("  round %d splits %d tail %d x %d: %.4f ms %.1f TFLOPS\n", round, v.key_splits, v.tail_blocks,
                       v.tail_splits, ms, tflops(pairs, H, ms));
+        }
+        // With the masked fill after the scorer (what indexer_logits runs), by key splits.
+        for (const int fill_splits : {0, 1, 2}) {
+          IndexerParams pf = p;
+          pf.fill_masked = true;
+          detail::indexer::QResidentTuning tuning;
+          tuning.key_splits = fill_splits;
+          const double ms = time_ms([&]() -> Status {
+            FP8DSA_RETURN_IF_ERROR(detail::indexer::run_q_resident(pf, tuning));
+            return detail::indexer::fill_masked_cells(pf);
+          });
+          std::printf("  round %d fill, splits %d: %.4f ms %.1f TFLOPS\n", round, fill_splits, ms, tflops(pairs, H, ms));
         }
       }
     }

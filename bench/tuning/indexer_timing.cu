@@ -331,17 +331,32 @@ void tail_rows(const Buffers& b) {
           std::printf("  round %d splits %d tail %d x %d: %.4f ms %.1f TFLOPS\n", round, v.key_splits, v.tail_blocks,
                       v.tail_splits, ms, tflops(pairs, H, ms));
         }
-        // With the masked fill after the scorer (what indexer_logits runs), by key splits.
-        for (const int fill_splits : {0, 1, 2}) {
+        // With the masked fill after the scorer (what indexer_logits runs), by key splits, and with
+        // the tail the plain launch would cut (the fill beside the scorer's end, or after it).
+        using detail::indexer::FillLaunch;
+        struct FillVariant {
+          int key_splits;
+          bool tail;
+          FillLaunch launch;
+        };
+        for (const FillVariant& f : {FillVariant{0, false, FillLaunch::kAfterScorer}, FillVariant{1, false, FillLaunch::kAfterScorer},
+                                     FillVariant{2, false, FillLaunch::kAfterScorer}, FillVariant{0, false, FillLaunch::kSerial},
+                                     FillVariant{0, true, FillLaunch::kAfterScorer}, FillVariant{0, true, FillLaunch::kSerial}}) {
           IndexerParams pf = p;
           pf.fill_masked = true;
           detail::indexer::QResidentTuning tuning;
-          tuning.key_splits = fill_splits;
+          tuning.key_splits = f.key_splits;
+          if (f.tail) {
+            tuning.tail_blocks = auto_tail.blocks;
+            tuning.tail_splits = auto_tail.splits;
+          }
           const double ms = time_ms([&]() -> Status {
             FP8DSA_RETURN_IF_ERROR(detail::indexer::run_q_resident(pf, tuning));
-            return detail::indexer::fill_masked_cells(pf);
+            return detail::indexer::fill_masked_cells(pf, f.launch);
           });
-          std::printf("  round %d fill, splits %d: %.4f ms %.1f TFLOPS\n", round, fill_splits, ms, tflops(pairs, H, ms));
+          std::printf("  round %d fill %s, splits %d, tail %d x %d: %.4f ms %.1f TFLOPS\n", round,
+                      f.launch == FillLaunch::kSerial ? "serial" : "beside", f.key_splits, tuning.tail_blocks,
+                      tuning.tail_splits, ms, tflops(pairs, H, ms));
         }
       }
     }

@@ -43,7 +43,10 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // with a partial wave: some SMs run one more whole part while the others idle. Instead the blocks
 // of that wave (the last ones, the shortest under a causal guard) are cut into tail_splits parts,
 // chosen so that their parts fill whole waves best, a part costing its tiles plus a CTA's fixed
-// cost (about 6 tiles at H = 64, 3 at H <= 32: `fp8dsa_indexer_timing overhead`, bench/RESULTS.md).
+// cost (about 7 tiles at H = 64, 3 at H <= 32: `fp8dsa_indexer_timing overhead`, bench/RESULTS.md).
+// A cut must save 2% of the tail's time by this estimate. T = 4096 causal on the H200: at H = 32
+// the last 36 of 256 blocks in 7 parts (N = 8K) or 11 (N >= 16K); at H = 64 the last 116 of 512
+// in 9 from N = 64K, none below.
 // Returns {tail_blocks, tail_splits}, {0, key_splits} for none. The block length is taken as N's
 // tiles (an upper bound; under a causal guard the tail blocks are the shortest).
 struct TailSplits {
@@ -58,7 +61,7 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
   if (items < sms || partial == 0) return none;
   const int64_t blocks = std::min<int64_t>(token_blocks, (partial + key_splits - 1) / key_splits);
   const double tiles = static_cast<double>((num_keys + 63) / 64);
-  const double fixed = heads >= 64 ? 6.0 : 3.0;
+  const double fixed = heads >= 64 ? 7.0 : 3.0;
   // The tail's time in tiles with s parts a block: its waves times a part's cost.
   const auto cost = [&](int64_t s) { return static_cast<double>((blocks * s + sms - 1) / sms) * (tiles / s + fixed); };
   double best_cost = cost(key_splits);

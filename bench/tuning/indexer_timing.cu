@@ -317,10 +317,11 @@ void tail_rows(const Buffers& b) {
       if (H == 64) variants.push_back({2, -1, 0});
       for (const int f : {2, 3, 4, 6, 9, 12}) variants.push_back({0, partial_blocks, splits * f});
       for (const int f : {3, 6}) variants.push_back({0, 2 * partial_blocks, splits * f});
-      const auto auto_tail = detail::indexer::choose_tail_splits(blocks, splits, N, H);
-      std::printf("tail N=%lld H=%d: %lld blocks, %d splits, partial-wave blocks %d, auto tail %d x %d\n",
+      const auto auto_tail = detail::indexer::choose_tail_splits(blocks, splits, N, H, false);
+      const auto auto_fill_tail = detail::indexer::choose_tail_splits(blocks, splits, N, H, true);
+      std::printf("tail N=%lld H=%d: %lld blocks, %d splits, partial-wave blocks %d, auto tail %d x %d (with the fill %d x %d)\n",
                   static_cast<long long>(N), H, static_cast<long long>(blocks), splits, partial_blocks, auto_tail.blocks,
-                  auto_tail.splits);
+                  auto_tail.splits, auto_fill_tail.blocks, auto_fill_tail.splits);
       for (int round = 0; round < 2; ++round) {
         for (const Variant& v : variants) {
           detail::indexer::QResidentTuning tuning;
@@ -358,6 +359,10 @@ void tail_rows(const Buffers& b) {
                       f.launch == FillLaunch::kSerial ? "serial" : "beside", f.key_splits, tuning.tail_blocks,
                       tuning.tail_splits, ms, tflops(pairs, H, ms));
         }
+        IndexerParams shipped = p;
+        shipped.fill_masked = true;
+        const double ms = time_ms([&] { return indexer_logits(shipped); });
+        std::printf("  round %d fill shipped (indexer_logits): %.4f ms %.1f TFLOPS\n", round, ms, tflops(pairs, H, ms));
       }
     }
   }

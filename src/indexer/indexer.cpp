@@ -5,6 +5,7 @@
 #include "core/cuda_check.h"
 #include "core/no_throw.h"
 #include "fp8dsa/indexer.h"
+#include "indexer/key_splits.h"
 #include "indexer/scorers.h"
 
 namespace fp8dsa {
@@ -34,8 +35,14 @@ static Status indexer_logits_unguarded(const IndexerParams& params) {
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
   FP8DSA_RETURN_IF_ERROR(kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p)
                                                               : detail::indexer::run_k_resident(p));
-  // After the scorer (their cells are disjoint), so that it can run beside the scorer's last CTAs.
-  return p.fill_masked ? detail::indexer::fill_masked_cells(p) : Status::ok();
+  if (!p.fill_masked) return Status::ok();
+  // After the scorer (their cells are disjoint), so that it can run beside the scorer's last CTAs;
+  // a launch of its own where the Q-resident scorer cut its last wave finer and left no SM idle
+  // (indexer/key_splits.h).
+  const bool cut = kernel == IndexerKernel::kQResident &&
+                   detail::indexer::q_resident_auto_tail(p.num_tokens, p.num_keys, p.num_heads, true).blocks > 0;
+  return detail::indexer::fill_masked_cells(p, cut ? detail::indexer::FillLaunch::kSerial
+                                                   : detail::indexer::FillLaunch::kAfterScorer);
 }
 
 Status indexer_logits(const IndexerParams& params) {

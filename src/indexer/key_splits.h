@@ -44,17 +44,21 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // of that wave (the last ones, the shortest under a causal guard) are cut into tail_splits parts,
 // chosen so that their parts fill whole waves best, a part costing its tiles plus a CTA's fixed
 // cost (about 7 tiles at H = 64, 3 at H <= 32: `fp8dsa_indexer_timing overhead`, bench/RESULTS.md).
-// A cut must save 2% of the tail's time by this estimate. T = 4096 causal on the H200: at H = 32
-// the last 36 of 256 blocks in 7 parts (N = 8K) or 11 (N >= 16K); at H = 64 the last 116 of 512
-// in 9 from N = 64K, none below.
-// Returns {tail_blocks, tail_splits}, {0, key_splits} for none. The block length is taken as N's
-// tiles (an upper bound; under a causal guard the tail blocks are the shortest).
+// The block length is taken as N's tiles (an upper bound; under a causal guard the tail blocks are
+// the shortest). A cut must save 2% of the tail's time by this estimate; with fill_masked also
+// kFillTiles: the uncut grid's idle SMs run the fill beside the scorer, while after a cut it runs
+// on its own afterwards (indexer.cpp), about 12 us at T = 4096.
+// T = 4096 causal on the H200 (`fp8dsa_indexer_timing tail`): at H = 32 the last 36 of 256 blocks
+// in 7 parts (N = 8K, none with the fill) or 11 (N >= 16K; with the fill from 32K); at H = 64 the
+// last 116 of 512 in 9 from N = 64K, none below.
 struct TailSplits {
-  int blocks = 0;
+  int blocks = 0;  // 0: no cut
   int splits = 1;
 };
-inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64_t num_keys, int heads) {
-  TailSplits none{0, key_splits};
+inline constexpr double kFillTiles = 16.0;
+inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64_t num_keys, int heads,
+                                     bool fill_masked) {
+  const TailSplits none{0, key_splits};
   const int64_t sms = device_sm_count();
   const int64_t items = token_blocks * key_splits;
   const int64_t partial = items % sms;
@@ -64,7 +68,8 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
   const double fixed = heads >= 64 ? 7.0 : 3.0;
   // The tail's time in tiles with s parts a block: its waves times a part's cost.
   const auto cost = [&](int64_t s) { return static_cast<double>((blocks * s + sms - 1) / sms) * (tiles / s + fixed); };
-  double best_cost = cost(key_splits);
+  const double uncut = cost(key_splits);
+  double best_cost = uncut;
   TailSplits best = none;
   for (int64_t s = key_splits + 1; s <= key_splits + 16 && tiles / s >= 8.0; ++s) {
     if (cost(s) < 0.98 * best_cost) {
@@ -72,11 +77,20 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
       best = TailSplits{static_cast<int>(blocks), static_cast<int>(s)};
     }
   }
+  if (fill_masked && uncut - best_cost < kFillTiles) return none;
   return best;
 }
 
 // Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)
 // buffers with it): wide for H >= 32 (two consumers of 256 columns), narrow below (three of 128).
 inline int q_resident_auto_block_tokens(int heads) { return heads >= 32 ? 2 * 256 / heads : 3 * 128 / heads; }
+
+// The cut the plain launch makes with automatic tuning (indexer_logits launches the fill on its own
+// after a cut scorer).
+inline TailSplits q_resident_auto_tail(int64_t num_tokens, int64_t num_keys, int heads, bool fill_masked) {
+  const int64_t block_tokens = q_resident_auto_block_tokens(heads);
+  const int64_t token_blocks = (num_tokens + block_tokens - 1) / block_tokens;
+  return choose_tail_splits(token_blocks, choose_key_splits(token_blocks, num_keys), num_keys, heads, fill_masked);
+}
 
 }  // namespace fp8dsa::detail::indexer

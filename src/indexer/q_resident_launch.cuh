@@ -36,11 +36,8 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   args.tail_splits = key_splits;
   if constexpr (std::is_same_v<Output, LogitsOutput>) {  // other outputs lay out their work per key split
     TailSplits tail{0, key_splits};
-    // Not with fill_masked: there the last wave's idle SMs run the masked fill beside the scorer
-    // (its programmatic dependent); with the last wave cut finer the fill ran after it instead and
-    // cost more than the cut gained at N <= 64K (bench/RESULTS.md, twenty-first session).
-    if (tuning.tail_blocks < 0 && !p.fill_masked) {
-      tail = choose_tail_splits(token_blocks, key_splits, p.num_keys, Cfg::kHeads);
+    if (tuning.tail_blocks < 0) {
+      tail = choose_tail_splits(token_blocks, key_splits, p.num_keys, Cfg::kHeads, p.fill_masked);
     } else if (tuning.tail_blocks > 0) {
       if (tuning.tail_blocks > token_blocks || tuning.tail_splits < 1) {
         return invalid_argument("indexer q_resident: tail_blocks must be <= the token blocks, tail_splits >= 1");

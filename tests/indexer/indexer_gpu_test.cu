@@ -22,6 +22,7 @@
 #include "common/rerun.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
+#include "indexer/key_splits.h"
 #include "indexer/scorers.h"
 #include "indexer_problem.h"
 #include "hopper/smem_descriptor.h"
@@ -282,6 +283,11 @@ TEST(IndexerFastGpu, MaskedFillBesideTheScorer) {
     check_against_gpu_reference(Shape{4096, 8192, heads}, r.ks, r.ke, 77000 + heads,
                                 {IndexerKernel::kQResident, IndexerKernel::kKResident}, true);
   }
+  // N = 32K, H = 32: on 132 SMs the scorer cuts its last wave finer (key_splits.h) and the fill
+  // runs after it.
+  if (device_sm_count() == 132) EXPECT_GT(detail::indexer::q_resident_auto_tail(4096, 32768, 32, true).blocks, 0);
+  const tools::KeyRanges r32k = tools::causal_key_ranges(4096, 32768);
+  check_against_gpu_reference(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, {IndexerKernel::kQResident}, true);
 }
 
 TEST(IndexerFastGpu, BadArgumentsAreRefused) {

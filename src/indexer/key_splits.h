@@ -43,7 +43,8 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // with a partial wave: some SMs run one more whole part while the others idle. Instead the blocks
 // of that wave (the last ones, the shortest under a causal guard) are cut into tail_splits parts,
 // chosen so that their parts fill whole waves best, a part costing its tiles plus a CTA's fixed
-// cost (about 7 tiles at H = 64, 3 at H <= 32: `fp8dsa_indexer_timing overhead`, bench/RESULTS.md).
+// cost (taken as 7 tiles at H = 64 and 3 at H <= 32, a little under the 8 and 4 that
+// `fp8dsa_indexer_timing overhead` measures: bench/RESULTS.md, twenty-first session).
 // The block length is taken as N's tiles (an upper bound; under a causal guard the tail blocks are
 // the shortest). A cut must save 2% of the tail's time by this estimate; with fill_masked also
 // kFillTiles: the uncut grid's idle SMs run the fill beside the scorer, while after a cut it runs

@@ -44,12 +44,11 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
       }
       tail = TailSplits{tuning.tail_blocks, tuning.tail_splits};
     }
-    const int64_t tail_grid = (token_blocks - tail.blocks) * key_splits + int64_t{tail.blocks} * tail.splits;
-    if (tail_grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
     args.tail_blocks = tail.blocks;
     args.tail_splits = tail.splits;
   }
   const int64_t launch_grid = (token_blocks - args.tail_blocks) * key_splits + int64_t{args.tail_blocks} * args.tail_splits;
+  if (launch_grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 

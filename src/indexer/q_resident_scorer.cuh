@@ -244,9 +244,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const uint64_t desc_a0 = hopper::kmajor_descriptor(k_addr, Cfg::kSwizzle, kKeyTile, 0);
   const uint64_t desc_b0 = hopper::kmajor_descriptor(q_addr, Cfg::kSwizzle, Cfg::kCols, 0);
   hopper::mbarrier_wait(q_full, 0);
-  // The split's halving (exact), after the Q wait rather than right after the w loads: there each
-  // multiply waited for its load, and the 64 loads (one branch each) ran one after another, about
-  // 6 us at the start of every H = 64 CTA (ncu source counters, bench/RESULTS.md).
+  // The split's halving (exact), after the Q wait, so that nothing waits for the w loads before Q
+  // has arrived (ScoreEpilogue::load_weights).
   if constexpr (kSplit) {
 #pragma unroll
     for (int i = 0; i < Epi::kWeightRegs; ++i) w_reg[i] *= 0.5f;

@@ -32,6 +32,10 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   if (grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
   args.num_token_blocks = static_cast<int>(token_blocks);
   args.key_splits = key_splits;
+  if (tuning.tail_blocks < -1 || tuning.tail_blocks > token_blocks || (tuning.tail_blocks > 0 && tuning.tail_splits < 1)) {
+    return invalid_argument("indexer q_resident: tail_blocks must be -1 (automatic), 0 (none) or at most the token blocks "
+                            "(" + std::to_string(token_blocks) + "), with tail_splits >= 1");
+  }
   args.tail_blocks = 0;
   args.tail_splits = key_splits;
   if constexpr (std::is_same_v<Output, LogitsOutput>) {  // other outputs lay out their work per key split
@@ -39,9 +43,6 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
     if (tuning.tail_blocks < 0) {
       tail = choose_tail_splits(token_blocks, key_splits, p.num_keys, Cfg::kHeads, p.fill_masked);
     } else if (tuning.tail_blocks > 0) {
-      if (tuning.tail_blocks > token_blocks || tuning.tail_splits < 1) {
-        return invalid_argument("indexer q_resident: tail_blocks must be <= the token blocks, tail_splits >= 1");
-      }
       tail = TailSplits{tuning.tail_blocks, tuning.tail_splits};
     }
     args.tail_blocks = tail.blocks;

@@ -38,7 +38,8 @@ enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarro
 struct QResidentTuning {
   QResidentShape shape = QResidentShape::kAuto;
   int key_splits = 0;  // 0: chosen from the grid size
-  int tail_blocks = -1;  // -1: chosen from the grid size (choose_tail_splits); 0: none (plain logits only)
+  int tail_blocks = -1;  // -1: chosen from the grid size (choose_tail_splits); 0: none. Plain logits only:
+                         // other outputs (fused_topk's) run uncut whatever it says
   int tail_splits = 0;   // with tail_blocks > 0: parts of each tail block's key range
   bool mma_only = false;  // timing only (see ScorerArgs); refused by a default build
   bool ping_pong = true;  // see ScorerArgs

@@ -434,11 +434,16 @@ TEST(IndexerFastGpu, QResidentVariants) {
         if (variant == 0) first = got;
         else EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)));
       }
-      detail::indexer::QResidentTuning too_many;
-      too_many.shape = shape;
-      too_many.tail_blocks = 1000;
-      too_many.tail_splits = 2;
-      EXPECT_EQ(StatusCode::kInvalidArgument, detail::indexer::run_q_resident(pr.device, too_many).code());
+      // Tail cuts the launch refuses: more blocks than the grid has, no parts, a negative count
+      // other than -1 (automatic).
+      for (const auto& [blocks, splits] : {std::pair{1000, 2}, std::pair{1, 0}, std::pair{-2, 2}}) {
+        detail::indexer::QResidentTuning bad;
+        bad.shape = shape;
+        bad.tail_blocks = blocks;
+        bad.tail_splits = splits;
+        EXPECT_EQ(StatusCode::kInvalidArgument, detail::indexer::run_q_resident(pr.device, bad).code())
+            << "tail " << blocks << " x " << splits;
+      }
     }
   }
 }

@@ -5,19 +5,19 @@
 #include "core/cuda_check.h"
 #include "core/no_throw.h"
 #include "fp8dsa/indexer.h"
-#include "indexer/key_splits.h"
 #include "indexer/scorers.h"
 
 namespace fp8dsa {
 namespace detail::indexer {
 
-Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning) {
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks) {
 #if !defined(FP8DSA_TUNING)
   if (tuning.mma_only) {
     return invalid_argument("indexer q_resident: mma_only (a timing-only variant) is built only with FP8DSA_TUNING");
   }
 #endif
-  return params.head_dim == 64 ? run_q_resident_d64(params, tuning) : run_q_resident_d128(params, tuning);
+  return params.head_dim == 64 ? run_q_resident_d64(params, tuning, tail_blocks)
+                                : run_q_resident_d128(params, tuning, tail_blocks);
 }
 
 }  // namespace detail::indexer
@@ -33,14 +33,14 @@ static Status indexer_logits_unguarded(const IndexerParams& params) {
   }
   const IndexerParams p = params.resolved();
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
-  FP8DSA_RETURN_IF_ERROR(kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p)
+  int tail_blocks = 0;
+  FP8DSA_RETURN_IF_ERROR(kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p, {}, &tail_blocks)
                                                               : detail::indexer::run_k_resident(p));
   if (!p.fill_masked) return Status::ok();
   // After the scorer (their cells are disjoint), so that it can run beside the scorer's last CTAs;
   // a launch of its own where the Q-resident scorer cut its last wave finer and left no SM idle
   // (indexer/key_splits.h).
-  const bool cut = kernel == IndexerKernel::kQResident &&
-                   detail::indexer::q_resident_auto_tail(p.num_tokens, p.num_keys, p.num_heads, true).blocks > 0;
+  const bool cut = tail_blocks > 0;
   return detail::indexer::fill_masked_cells(p, cut ? detail::indexer::FillLaunch::kSerial
                                                    : detail::indexer::FillLaunch::kAfterScorer);
 }

@@ -48,7 +48,7 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // The block length is taken as N's tiles (an upper bound; under a causal guard the tail blocks are
 // the shortest). A cut must save 2% of the tail's time by this estimate; with fill_masked also
 // kFillTiles: the uncut grid's idle SMs run the fill beside the scorer, while after a cut it runs
-// on its own afterwards (indexer.cpp), about 12 us at T = 4096.
+// on its own afterwards (indexer.cpp, told by the launch whether it cut), about 12 us at T = 4096.
 // T = 4096 causal on the H200 (`fp8dsa_indexer_timing tail`): at H = 32 the last 36 of 256 blocks
 // in 7 parts (N = 8K, none with the fill) or 11 (N >= 16K; with the fill from 32K); at H = 64 the
 // last 116 of 512 in 9 from N = 64K, none below.
@@ -85,13 +85,5 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
 // Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)
 // buffers with it): wide for H >= 32 (two consumers of 256 columns), narrow below (three of 128).
 inline int q_resident_auto_block_tokens(int heads) { return heads >= 32 ? 2 * 256 / heads : 3 * 128 / heads; }
-
-// The cut the plain launch makes with automatic tuning (indexer_logits launches the fill on its own
-// after a cut scorer).
-inline TailSplits q_resident_auto_tail(int64_t num_tokens, int64_t num_keys, int heads, bool fill_masked) {
-  const int64_t block_tokens = q_resident_auto_block_tokens(heads);
-  const int64_t token_blocks = (num_tokens + block_tokens - 1) / block_tokens;
-  return choose_tail_splits(token_blocks, choose_key_splits(token_blocks, num_keys), num_keys, heads, fill_masked);
-}
 
 }  // namespace fp8dsa::detail::indexer

@@ -18,9 +18,10 @@
 
 namespace fp8dsa::detail::indexer {
 
+// `tail_blocks` (optional) receives the token blocks the launch cut finer (0: none).
 template <class Cfg, class Output>
 Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
-                         const typename Output::Args& out_args) {
+                         const typename Output::Args& out_args, int* tail_blocks) {
   static_assert(ScorerOutput<Output, Cfg>, "Output meets the scorer's contract (indexer/scorer_output.h)");
   int key_splits = tuning.key_splits;
   CUtensorMap k_map{}, q_map{};
@@ -50,6 +51,7 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
   }
   const int64_t launch_grid = (token_blocks - args.tail_blocks) * key_splits + int64_t{args.tail_blocks} * args.tail_splits;
   if (launch_grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
+  if (tail_blocks != nullptr) *tail_blocks = args.tail_blocks;
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 
@@ -72,7 +74,7 @@ using QResidentNarrow = QResidentConfig<kHeads, kDim, 128, 3, (kDim == 128 ? 8 :
 
 template <int kHeads, int kDim, class Output>
 Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tuning,
-                            const typename Output::Args& out_args) {
+                            const typename Output::Args& out_args, int* tail_blocks) {
   static_assert(kHeads < 32 || QResidentWide<kHeads, kDim, true>::kTokens == 2 * 256 / kHeads,
                 "q_resident_auto_block_tokens matches the wide shape");
   static_assert(kHeads >= 32 || QResidentNarrow<kHeads, kDim, true>::kTokens == 3 * 128 / kHeads,
@@ -80,29 +82,29 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   QResidentShape shape = tuning.shape;
   if (shape == QResidentShape::kAuto) shape = kHeads >= 32 ? QResidentShape::kWideShared : QResidentShape::kNarrowShared;
   if constexpr (kHeads >= 32) {
-    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args);
+    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
   }
 #if defined(FP8DSA_TUNING)
   if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {
     // Alternatives kept for the timing driver's comparison (measured slower: bench/RESULTS.md).
-    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args);
-    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args);
+    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
+    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
   }
 #endif
-  if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args);
+  if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
   return invalid_argument("indexer q_resident: variant " + std::to_string(static_cast<int>(shape)) +
                           " is not built for H = " + std::to_string(kHeads) + ", D = " + std::to_string(kDim));
 }
 
 template <int kDim, class Output = LogitsOutput>
 Status run_q_resident_dim(const IndexerParams& p, const QResidentTuning& tuning,
-                          const typename Output::Args& out_args = {}) {
+                          const typename Output::Args& out_args = {}, int* tail_blocks = nullptr) {
   switch (p.num_heads) {
-    case 64: return run_q_resident_heads<64, kDim, Output>(p, tuning, out_args);
-    case 32: return run_q_resident_heads<32, kDim, Output>(p, tuning, out_args);
-    case 16: return run_q_resident_heads<16, kDim, Output>(p, tuning, out_args);
-    case 8: return run_q_resident_heads<8, kDim, Output>(p, tuning, out_args);
-    case 4: return run_q_resident_heads<4, kDim, Output>(p, tuning, out_args);
+    case 64: return run_q_resident_heads<64, kDim, Output>(p, tuning, out_args, tail_blocks);
+    case 32: return run_q_resident_heads<32, kDim, Output>(p, tuning, out_args, tail_blocks);
+    case 16: return run_q_resident_heads<16, kDim, Output>(p, tuning, out_args, tail_blocks);
+    case 8: return run_q_resident_heads<8, kDim, Output>(p, tuning, out_args, tail_blocks);
+    case 4: return run_q_resident_heads<4, kDim, Output>(p, tuning, out_args, tail_blocks);
     default: break;
   }
   return invalid_argument("indexer q_resident: num_heads " + std::to_string(p.num_heads) +

@@ -46,10 +46,12 @@ struct QResidentTuning {
 };
 
 // Validated, resolved params; T > 0 and N > 0. Asynchronous on params.stream. They store only
-// the cells inside [ks, ke) (fill_masked is handled by the caller).
-Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning = {});
-Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tuning);
-Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning);
+// the cells inside [ks, ke) (fill_masked is handled by the caller). `tail_blocks`, when given,
+// receives the token blocks whose key ranges the Q-resident launch cut finer (0: its last wave is
+// not cut; indexer_logits then runs the fill beside it).
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning = {}, int* tail_blocks = nullptr);
+Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks);
+Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks);
 Status run_k_resident(const IndexerParams& params);
 
 // Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option). kAfterScorer (what

@@ -285,7 +285,12 @@ TEST(IndexerFastGpu, MaskedFillBesideTheScorer) {
   }
   // N = 32K, H = 32: on 132 SMs the scorer cuts its last wave finer (key_splits.h) and the fill
   // runs after it.
-  if (device_sm_count() == 132) EXPECT_GT(detail::indexer::q_resident_auto_tail(4096, 32768, 32, true).blocks, 0);
+  if (device_sm_count() == 132) {
+    const int64_t blocks = 4096 / detail::indexer::q_resident_auto_block_tokens(32);
+    EXPECT_GT(detail::indexer::choose_tail_splits(blocks, detail::indexer::choose_key_splits(blocks, 32768), 32768, 32, true)
+                  .blocks,
+              0);
+  }
   const tools::KeyRanges r32k = tools::causal_key_ranges(4096, 32768);
   check_against_gpu_reference(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, {IndexerKernel::kQResident}, true);
 }
@@ -422,8 +427,10 @@ TEST(IndexerFastGpu, QResidentVariants) {
           tuning.tail_splits = 2;
         }
         const IndexerParams d = pr.device;
-        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning); },
+        int tail_blocks = -1;
+        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning, &tail_blocks); },
                                                   {testing::rerun_output(pr.d_logits, "logits")}));
+        EXPECT_EQ(tuning.tail_blocks, tail_blocks) << "the launch reports the cut it made";
         const std::vector<float> got = pr.d_logits.download();
         const auto owned = owned_cells(pr, false);
         EXPECT_TRUE(testing::all_written(got, owned, "logits"));

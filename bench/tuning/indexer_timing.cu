@@ -307,8 +307,7 @@ void tail_rows(const Buffers& b) {
       const IndexerParams p = params_for(b, 4096, N, H);
       const int64_t blocks = 4096 / detail::indexer::q_resident_auto_block_tokens(H);
       const int splits = detail::indexer::choose_key_splits(blocks, N);
-      const int64_t sms = device_sm_count();
-      const int partial_blocks = static_cast<int>(((blocks * splits) % sms + splits - 1) / splits);
+      const int partial_blocks = static_cast<int>(detail::indexer::partial_wave_blocks(blocks, splits, device_sm_count()));
       struct Variant {
         int key_splits, tail_blocks, tail_splits;
       };

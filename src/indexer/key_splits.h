@@ -52,6 +52,12 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // T = 4096 causal on the H200 (`fp8dsa_indexer_timing tail`): at H = 32 the last 36 of 256 blocks
 // in 7 parts (N = 8K, none with the fill) or 11 (N >= 16K; with the fill from 32K); at H = 64 the
 // last 116 of 512 in 9 from N = 64K, none below.
+// The token blocks of a grid's partial last wave (token_blocks x key_splits CTAs, one an SM): the
+// blocks whose parts the last (items % sms) CTAs hold, at most all of them; 0 when the waves are whole.
+inline int64_t partial_wave_blocks(int64_t token_blocks, int key_splits, int64_t sms) {
+  const int64_t partial = token_blocks * key_splits % sms;
+  return std::min<int64_t>(token_blocks, (partial + key_splits - 1) / key_splits);
+}
 struct TailSplits {
   int blocks = 0;  // 0: no cut
   int splits = 1;
@@ -62,9 +68,8 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
   const TailSplits none{0, key_splits};
   const int64_t sms = device_sm_count();
   const int64_t items = token_blocks * key_splits;
-  const int64_t partial = items % sms;
-  if (items < sms || partial == 0) return none;
-  const int64_t blocks = std::min<int64_t>(token_blocks, (partial + key_splits - 1) / key_splits);
+  const int64_t blocks = partial_wave_blocks(token_blocks, key_splits, sms);
+  if (items < sms || blocks == 0) return none;
   const double tiles = static_cast<double>((num_keys + 63) / 64);
   const double fixed = heads >= 64 ? 7.0 : 3.0;
   // The tail's time in tiles with s parts a block: its waves times a part's cost.

@@ -22,7 +22,6 @@
 #include "common/rerun.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
-#include "indexer/key_splits.h"
 #include "indexer/scorers.h"
 #include "indexer_problem.h"
 #include "hopper/smem_descriptor.h"
@@ -284,14 +283,18 @@ TEST(IndexerFastGpu, MaskedFillBesideTheScorer) {
                                 {IndexerKernel::kQResident, IndexerKernel::kKResident}, true);
   }
   // N = 32K, H = 32: on 132 SMs the scorer cuts its last wave finer (key_splits.h) and the fill
-  // runs after it.
-  if (device_sm_count() == 132) {
-    const int64_t blocks = 4096 / detail::indexer::q_resident_auto_block_tokens(32);
-    EXPECT_GT(detail::indexer::choose_tail_splits(blocks, detail::indexer::choose_key_splits(blocks, 32768), 32768, 32, true)
-                  .blocks,
-              0);
-  }
+  // runs after it. The launch itself reports the cut (its tail blocks).
   const tools::KeyRanges r32k = tools::causal_key_ranges(4096, 32768);
+  if (device_sm_count() == 132) {
+    Problem pr;
+    make_problem(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, &pr);
+    IndexerParams p = pr.device;
+    p.fill_masked = true;  // the cut weighs the fill (choose_tail_splits)
+    int tail_blocks = 0;
+    FP8DSA_ASSERT_STATUS_OK(detail::indexer::run_q_resident(p.resolved(), {}, &tail_blocks));
+    FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
+    EXPECT_GT(tail_blocks, 0);
+  }
   check_against_gpu_reference(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, {IndexerKernel::kQResident}, true);
 }
 

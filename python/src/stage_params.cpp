@@ -149,7 +149,12 @@ void set_page_table(ArrayChecker& arrays, const std::optional<InputArray>& page_
     p->page_table = static_cast<const int32_t*>(table.data);
     p->pages_per_seq = narrow_extent(arrays, table, 1);
     p->page_table_stride = table.field_stride(0);
-    p->num_seqs = table.shape[0];  // a row_seq past the table then maps to -1, never reads past it
+    // A row_seq past the table then maps to -1, never reads past it. num_seqs = 0 would tell the
+    // library "not bounded" (topk.h): a table without rows is refused while there are rows to map.
+    if (table.shape[0] == 0 && p->num_rows > 0) {
+      arrays.fail("page_table has no rows ([0, P]): every row's sequence must be a row of the table");
+    }
+    p->num_seqs = table.shape[0];
   }
   p->page_size = page_size;
   p->row_seq = optional_row_array(arrays, "row_seq", row_seq, p->num_rows, rows_from);

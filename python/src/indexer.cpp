@@ -72,14 +72,20 @@ std::tuple<Int32Array, Int32Array, int64_t> build_causal_bounds(const std::vecto
                               .c_str());
   }
   std::vector<SequenceLayout> sequences(new_tokens.size());
-  // Sized from the counts the library will accept; past INT32_MAX tokens no buffer is made and the
-  // library's own check reports the total.
-  int64_t total_tokens = 0;
+  // The buffers are made only for counts the library accepts (each in [0, INT32_MAX], both totals
+  // within INT32_MAX); otherwise none is, and the library's own check names the count.
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  int64_t total_tokens = 0, total_keys = 0;
+  bool fits = true;
+  for (size_t b = 0; b < sequences.size(); ++b) sequences[b] = {new_tokens[b], cached_keys[b]};
   for (size_t b = 0; b < sequences.size(); ++b) {
-    sequences[b] = {new_tokens[b], cached_keys[b]};
-    total_tokens += std::clamp<int64_t>(new_tokens[b], 0, std::numeric_limits<int32_t>::max());
+    fits = new_tokens[b] >= 0 && new_tokens[b] <= kMax && cached_keys[b] >= 0 && cached_keys[b] <= kMax;
+    if (!fits) break;
+    total_tokens += new_tokens[b];  // each term <= INT32_MAX and the totals checked at every step: no overflow
+    total_keys += new_tokens[b] + cached_keys[b];
+    fits = total_tokens <= kMax && total_keys <= kMax;
+    if (!fits) break;
   }
-  const bool fits = total_tokens <= std::numeric_limits<int32_t>::max();
   std::vector<int32_t> ks(fits ? static_cast<size_t>(total_tokens) : 0);
   std::vector<int32_t> ke(ks.size());
   int64_t num_tokens = 0;

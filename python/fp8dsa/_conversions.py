@@ -7,16 +7,22 @@ from . import _arrays, _fp8dsa
 
 
 def _host_bits(op, x, dtypes, bits_dtype):
-    """`x` as a contiguous NumPy array of its raw bits."""
-    x = np.ascontiguousarray(x)
+    """`x` as a contiguous NumPy array of its raw bits in the machine's byte order (the same shape,
+    0-d included)."""
+    x = np.asarray(x)
     _arrays.check_dtype(op, "x", x, dtypes)
-    return x.view(bits_dtype)
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    return np.ascontiguousarray(x).reshape(x.shape).view(bits_dtype)
 
 
 def e4m3_from_float(x):
     """float32 values (any shape; other real dtypes are converted to float32 first) -> a uint8
     array of the same shape holding their e4m3 bits."""
-    values = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.asarray(x)
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"e4m3_from_float: x must hold real numbers (given dtype {x.dtype})")
+    values = np.ascontiguousarray(x, dtype=np.float32).reshape(x.shape)
     bits = np.empty(values.shape, dtype=np.uint8)
     _fp8dsa.floats_to_e4m3(values.reshape(-1), bits.reshape(-1))
     return bits

@@ -47,3 +47,14 @@ def test_dtype_errors():
         fp8dsa.float_from_e4m3(np.zeros(3, np.float32))
     with pytest.raises(TypeError, match="bf16_to_float: x dtype must be bfloat16 or uint16"):
         fp8dsa.bf16_to_float(np.zeros(3, np.int16))
+
+
+def test_shapes_byte_order_and_types():
+    # 0-d in, 0-d out; a big-endian array read by value; no silent conversion of None or complex.
+    assert fp8dsa.e4m3_from_float(np.float32(1)).shape == ()
+    assert fp8dsa.float_from_e4m3(np.uint8(0x38)) == np.float32(1.0)
+    assert fp8dsa.float_from_e4m3(np.uint8(0x38)).shape == ()
+    assert fp8dsa.bf16_to_float(np.array([0x3F80], ">u2")).tolist() == [1.0]
+    for bad in (None, np.array([1 + 2j]), np.array(["1.5"])):
+        with pytest.raises(TypeError, match="e4m3_from_float: x must hold real numbers"):
+            fp8dsa.e4m3_from_float(bad)

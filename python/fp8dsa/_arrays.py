@@ -56,6 +56,9 @@ def check(op, name, x, ndims, layout, dtypes):
         raise TypeError(f"{op}: {name} must be an array (torch, CuPy, JAX or NumPy), "
                         f"given {type(x).__name__}")
     check_dtype(op, name, x, dtypes)
+    if library(x) == "numpy" and not np.dtype(x.dtype).isnative:
+        raise TypeError(f"{op}: {name} must be in the machine's byte order (given {np.dtype(x.dtype).str}; "
+                        f"x.astype(x.dtype.newbyteorder('=')) converts it)")
     if len(x.shape) not in ndims:
         raise ValueError(f"{op}: {name} must be {layout} (given shape {tuple(x.shape)})")
     return x
@@ -94,6 +97,37 @@ def real(op, name, value):
     return float(value)
 
 
+INT32_MAX = 2**31 - 1
+
+
+def integer(op, name, value, lo, hi):
+    """An integer argument (int or NumPy integer, not bool) as an int; TypeError naming it for
+    another type, ValueError for a value outside [lo, hi] (checked before anything is sized from
+    it)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an integer (given {value!r})")
+    if not lo <= value <= hi:
+        raise ValueError(f"{op}: {name} ({int(value)}) must be in [{lo}, {hi}]")
+    return int(value)
+
+
+def text(op, name, value):
+    """A string argument (a kernel or format name); TypeError naming it otherwise."""
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: {name} must be a string (given {value!r})")
+    return value
+
+
+def flag(op, name, value):
+    """A boolean argument (bool, NumPy bool, or the integers 0 and 1) as a bool; TypeError naming it
+    otherwise (bool("no") would be True)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{op}: {name} must be a bool (given {value!r})")
+
+
 def scales(op, sm_scale, q_scale, kv_scale):
     """The attention calls' three scalar scales through `real`."""
     return real(op, "sm_scale", sm_scale), real(op, "q_scale", q_scale), real(op, "kv_scale", kv_scale)
@@ -130,7 +164,29 @@ def output(op, name, given, like, shape, ndims, layout, dtypes):
     """The output array: `given` after its dtype and ndim checks, or a new one of `shape`."""
     if given is not None:
         return check(op, name, given, ndims, layout, dtypes)
-    return empty(like, tuple(max(int(n), 0) for n in shape), dtypes[0])
+    shape = tuple(max(int(n), 0) for n in shape)
+    # The library's extents are int32 (T, N, k, h, ...): refused here before the allocation (an input
+    # broadcast to 2**31 rows would otherwise ask for gigabytes first).
+    if any(n > INT32_MAX for n in shape):
+        raise ValueError(f"{op}: {name} would be {layout} = {list(shape)}: an extent past {INT32_MAX} "
+                         "(the library's extents are int32)")
+    return empty(like, shape, dtypes[0])
+
+
+def require_cuda(op, name, x):
+    """ValueError unless `x` lives on a CUDA device, before a GPU call allocates anything from its
+    shapes (the extension checks the placement of every array again, in the same words)."""
+    lib = library(x)
+    given = None
+    if lib == "numpy":
+        given = "host memory"
+    elif lib == "torch" and x.device.type != "cuda":
+        given = "host memory" if x.device.type == "cpu" else f"a torch '{x.device.type}' device"
+    elif lib == "jax" and any(d.platform == "cpu" for d in x.devices()):
+        given = "host memory"
+    if given is not None:
+        raise ValueError(f"{op}: {name} must be on a CUDA device (given {given}; the CPU path is "
+                         "fp8dsa.reference)")
 
 
 def is_out_of_memory(error):
@@ -152,6 +208,11 @@ def _stream_handle(stream):
     for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         if hasattr(stream, attribute):
             return int(getattr(stream, attribute))
+    if isinstance(stream, (bool, np.bool_)) or not isinstance(stream, (int, np.integer)):
+        raise TypeError(f"stream must be a CUDA stream handle (an int, torch.cuda.Stream or "
+                        f"cupy.cuda.Stream; given {stream!r})")
+    if not 0 <= stream < 2**64:
+        raise ValueError(f"stream ({int(stream)}) must be a CUDA stream handle in [0, 2**64)")
     return int(stream)
 
 

@@ -2,6 +2,7 @@
 
 from . import _arrays, _fp8dsa
 from ._indexer import indexer_arrays
+from ._topk import topk_scalars
 
 
 def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0,
@@ -23,7 +24,9 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     library's message), RuntimeError for a device or CUDA failure.
     """
     op = "fused_topk"
+    k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
     k_rows, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
+    _arrays.require_cuda(op, "q", q)
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
     _arrays.check_optional(op, "row_seq", row_seq, (1,), "[T]", _arrays.I32)
     _arrays.check_optional(op, "row_pos_base", row_pos_base, (1,), "[T]", _arrays.I32)
@@ -34,6 +37,6 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     with _arrays.cuda_stream(q, stream, (q, k_rows, k_scale, weights, ks, ke, page_table, row_seq,
                                          row_pos_base)) as handle:
         _fp8dsa.fused_topk(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),
-                             k, bool(sorted), view(page_table), page_size, view(row_seq),
+                             k, sorted, view(page_table), page_size, view(row_seq),
                              view(row_pos_base), view(out), view(workspace), handle)
     return out

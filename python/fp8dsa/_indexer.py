@@ -29,8 +29,9 @@ def indexer_arrays(op, q, kv, weights, ks, ke, q_name="q", kv_name="kv"):
     """Checks q, kv, weights, ks and ke for dtype and ndim; returns (k, k_scale)."""
     _arrays.check(op, q_name, q, (3,), "[T, H, D]", _arrays.E4M3)
     if not (isinstance(kv, (tuple, list)) and len(kv) == 2):
-        raise TypeError(f"{op}: {kv_name} must be a tuple (k [N, D], k_scale [N]), "
-                        f"given {type(kv).__name__}")
+        given = (f"{type(kv).__name__} of {len(kv)}" if isinstance(kv, (tuple, list))
+                 else type(kv).__name__)
+        raise TypeError(f"{op}: {kv_name} must be a tuple (k [N, D], k_scale [N]), given {given}")
     k, k_scale = kv
     _arrays.check(op, f"{kv_name}[0] (k)", k, (2,), "[N, D]", _arrays.E4M3)
     _arrays.check(op, f"{kv_name}[1] (k_scale)", k_scale, (1,), "[N]", _arrays.F32)
@@ -62,11 +63,14 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     """
     op = "indexer_logits"
     k, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
+    _arrays.require_cuda(op, "q", q)
+    fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
+    kernel = _arrays.text(op, "kernel", kernel)
     buffer = indexer_logits_buffer(op, q, k, logits)
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(q, stream, (q, k, k_scale, weights, ks, ke)) as handle:
         _fp8dsa.indexer_logits(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
-                               view(buffer), bool(fill_masked), kernel, handle)
+                               view(buffer), fill_masked, kernel, handle)
     return indexer_logits_result(buffer, logits, k)
 
 
@@ -103,4 +107,9 @@ def _sequence_counts(name, values):
                          f"(a list or 1-D array), given shape {counts.shape}")
     if counts.size and counts.dtype.kind not in "iu":
         raise TypeError(f"build_causal_bounds: {name} must hold integers (given {counts.dtype})")
-    return [int(n) for n in counts]
+    counts = [int(n) for n in counts]
+    for b, n in enumerate(counts):  # past int64 the extension cannot take the value; the rest it checks
+        if not -2**63 <= n < 2**63:
+            raise ValueError(f"build_causal_bounds: sequences[{b}].{name} ({n}) must be in "
+                             f"[0, {_arrays.INT32_MAX}]")
+    return counts

@@ -22,10 +22,13 @@ _SHAPES = """
 """
 
 
-def lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink, out, max_logits, lse):
-    """Checks the inputs for dtype and ndim; returns (out, max_logits, lse), allocated where not
-    given (max_logits only with max_logits_parts)."""
+def lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink, out, max_logits, lse,
+                     gpu=False):
+    """Checks the inputs for dtype and ndim (and, for a GPU call, out_parts' placement); returns
+    (out, max_logits, lse), allocated where not given (max_logits only with max_logits_parts)."""
     _arrays.check(op, "out_parts", out_parts, (4,), "[R, T, h, d_v]", _arrays.BF16)
+    if gpu:
+        _arrays.require_cuda(op, "out_parts", out_parts)
     _arrays.check(op, "lse_parts", lse_parts, (3,), "[R, T, h]", _arrays.F32)
     _arrays.check_optional(op, "max_logits_parts", max_logits_parts, (3,), "[R, T, h]", _arrays.F32)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
@@ -35,6 +38,8 @@ def lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink, out,
     if max_logits_parts is not None:
         max_logits = _arrays.output(op, "max_logits", max_logits, out_parts,
                                     (num_tokens, num_heads), (2,), "[T, h]", _arrays.F32)
+    else:
+        _arrays.check_optional(op, "max_logits", max_logits, (2,), "[T, h]", _arrays.F32)
     lse = _arrays.output(op, "lse", lse, out_parts, (num_tokens, num_heads), (2,), "[T, h]",
                          _arrays.F32)
     return out, max_logits, lse
@@ -47,7 +52,7 @@ def lse_merge(out_parts, lse_parts, max_logits_parts=None, attn_sink=None, *, ou
     """
     op = "lse_merge"
     out, max_logits, lse = lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink,
-                                            out, max_logits, lse)
+                                            out, max_logits, lse, gpu=True)
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(out_parts, stream,
                              (out_parts, lse_parts, max_logits_parts, attn_sink)) as handle:

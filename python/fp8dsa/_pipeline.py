@@ -20,12 +20,21 @@ _SHAPES = """
 """
 
 
+def prefill_topk(topk):
+    """topk as an int in [64, 2048] (the library's words; it also wants a multiple of 64), checked
+    before anything is sized from it."""
+    return _arrays.integer("prefill", "topk", topk, 64, 2048)
+
+
 def prefill_arrays(op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits,
-                   lse):
-    """(index_k, index_k_scale, out, max_logits, lse): the arrays checked, the outputs allocated."""
+                   lse, gpu=False):
+    """(index_k, index_k_scale, out, max_logits, lse): the arrays checked (and, for a GPU call,
+    index_q's placement), the outputs allocated."""
     index_k, index_k_scale = indexer_arrays(op, index_q, index_kv, weights, ks, ke,
                                             q_name="index_q", kv_name="index_kv")
-    outputs = attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse)
+    if gpu:
+        _arrays.require_cuda(op, "index_q", index_q)
+    outputs = attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, gpu=gpu)
     return (index_k, index_k_scale) + outputs
 
 
@@ -37,8 +46,12 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     """
     op = "prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
+    topk = prefill_topk(topk)
+    fused = _arrays.flag(op, "fused", fused)
+    indexer_kernel = _arrays.text(op, "indexer_kernel", indexer_kernel)
+    attention_kernel = _arrays.text(op, "attention_kernel", attention_kernel)
     index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
-        op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse)
+        op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse, gpu=True)
     # The unfused path (faster at every shape measured) where its logits can be allocated; else the
     # same path in chunks of tokens, twice the smallest chunk, then the smallest (fp8dsa::prefill takes
     # the largest chunk the workspace holds); else the fused path's far smaller workspace, which
@@ -66,7 +79,7 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     with _arrays.cuda_stream(q, stream, inputs) as handle:
         _fp8dsa.prefill(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),
                         view(ke), view(q), view(kv), sm_scale, topk, d_v, view(attn_sink), q_scale,
-                        kv_scale, bool(fused), view(out), view(max_logits), view(lse),
+                        kv_scale, fused, view(out), view(max_logits), view(lse),
                         view(workspace), indexer_kernel, attention_kernel, handle)
     return out, max_logits, lse
 

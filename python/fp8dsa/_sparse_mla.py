@@ -1,6 +1,8 @@
 """Sparse MLA prefill in native FP8, with the arguments and conventions of FlashMLA's
 flash_mla_sparse_fwd."""
 
+import numpy as np
+
 from . import _arrays, _fp8dsa
 
 _SHAPES = """
@@ -53,14 +55,16 @@ def kv_format_dtypes(op, kv_format):
     return _FORMATS[kv_format]
 
 
-def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format="e4m3"):
-    """Checks q, kv and attn_sink for dtype and ndim; returns (out, max_logits, lse), allocated
-    where not given."""
+def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format="e4m3", gpu=False):
+    """Checks q, kv and attn_sink for dtype and ndim (and, for a GPU call, q's placement); returns
+    (out, max_logits, lse), allocated where not given."""
     q_dtypes, kv_dtypes, kv_layout = kv_format_dtypes(op, kv_format)
     # Before any output is allocated from it (d_v = 2**40 would otherwise ask for terabytes).
-    if isinstance(d_v, bool) or not isinstance(d_v, int) or d_v != 512:
+    if isinstance(d_v, (bool, np.bool_)) or not isinstance(d_v, (int, np.integer)) or d_v != 512:
         raise ValueError(f"sparse_mla: d_v ({d_v!r}) must be one of {{512}}")  # the library's words
     _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
+    if gpu:
+        _arrays.require_cuda(op, "q", q)
     # q's own d_qk first: a wrong q would otherwise be reported as a kv that does not match it.
     if q.shape[2] != 576:
         raise ValueError(f"{op}: q has {q.shape[2]} elements in dimension 2, d_qk must be 576")
@@ -78,11 +82,11 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
 
 
 def sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out, max_logits, lse,
-                      kv_format):
+                      kv_format, gpu=False):
     """attention_arrays, and indices and topk_length checked too."""
     _arrays.check(op, "indices", indices, (2, 3), "[T, topk] or [T, 1, topk]", _arrays.I32)
     _arrays.check_optional(op, "topk_length", topk_length, (1,), "[T]", _arrays.I32)
-    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format)
+    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format, gpu)
 
 
 def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
@@ -94,8 +98,9 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     """
     op = "sparse_mla_prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
+    kernel = _arrays.text(op, "kernel", kernel)
     out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
-                                             max_logits, lse, kv_format)
+                                             max_logits, lse, kv_format, gpu=True)
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(q, stream, (q, kv, indices, attn_sink, topk_length)) as handle:
         _fp8dsa.sparse_mla_prefill(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),

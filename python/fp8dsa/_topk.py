@@ -6,7 +6,7 @@ _SHAPES = """
     Arrays (T rows, N keys, B sequences of P pages):
       logits        [T, N] float32; row stride >= N (a view of a padded buffer is fine)
       ks, ke        [T]    int32: row t selects among keys ks[t] <= s < ke[t] (clamped to [0, N])
-      page_table    [B, P] int32, optional: logical page -> physical page
+      page_table    [B, P] int32, optional: logical page -> physical page (B >= 1 when T > 0)
       row_seq       [T]    int32, optional: the sequence (page-table row) of each row; default t
       row_pos_base  [T]    int32, optional: the key of logical position 0; default ks[t]
       out           [T, k] int32 (the result); row stride >= k
@@ -19,12 +19,19 @@ _SHAPES = """
 """
 
 
-def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out):
-    """The arrays of one top-k call, checked for dtype and ndim, `out` allocated."""
-    # Before `out` is allocated from it (k = 2**40 would otherwise ask for terabytes).
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 2048:
-        raise ValueError(f"topk: k ({k!r}) must be in [1, 2048]")  # the library's words
+def topk_scalars(op, k, sorted, page_size):
+    """(k, sorted, page_size) checked: k before `out` is allocated from it (k = 2**40 would
+    otherwise ask for terabytes), in the library's words."""
+    return (_arrays.integer("topk", "k", k, 1, 2048), _arrays.flag(op, "sorted", sorted),
+            _arrays.integer(op, "page_size", page_size, 0, _arrays.INT32_MAX))
+
+
+def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, gpu=False):
+    """The arrays of one top-k call, checked for dtype and ndim (and, for a GPU call, logits'
+    placement), `out` allocated. k: checked by topk_scalars."""
     _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32)
+    if gpu:
+        _arrays.require_cuda(op, "logits", logits)
     _arrays.check(op, "ks", ks, (1,), "[T]", _arrays.I32)
     _arrays.check(op, "ke", ke, (1,), "[T]", _arrays.I32)
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
@@ -38,13 +45,14 @@ def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, 
     """Exact top-k of each row of `logits` on the GPU (radix select); returns indices [T, k].
     """
     op = "topk"
-    out = topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out)
+    k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
+    out = topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, gpu=True)
     workspace = _arrays.workspace(logits, _fp8dsa.topk_workspace_bytes(logits.shape[0],
                                                                        logits.shape[1], k))
     view = _arrays.dlpack_view
     with _arrays.cuda_stream(logits, stream, (logits, ks, ke, page_table, row_seq,
                                               row_pos_base)) as handle:
-        _fp8dsa.topk(view(logits), view(ks), view(ke), k, bool(sorted), view(page_table), page_size,
+        _fp8dsa.topk(view(logits), view(ks), view(ke), k, sorted, view(page_table), page_size,
                      view(row_seq), view(row_pos_base), view(out), view(workspace), handle)
     return out
 

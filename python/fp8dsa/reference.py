@@ -38,9 +38,10 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True):
     """
     op = "reference.indexer_logits"
     k, k_scale = _indexer.indexer_arrays(op, q, kv, weights, ks, ke)
+    fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
     buffer = _indexer.indexer_logits_buffer(op, q, k, logits)
     _fp8dsa.indexer_logits_cpu(_view(q), _view(k), _view(k_scale), _view(weights), _view(ks),
-                               _view(ke), _view(buffer), bool(fill_masked))
+                               _view(ke), _view(buffer), fill_masked)
     return _indexer.indexer_logits_result(buffer, logits, k)
 
 
@@ -49,9 +50,10 @@ def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, 
     """CPU reference of fp8dsa.topk: exact top-k, f32 logits compared as given; returns indices
     [T, k].
     """
-    out = _topk.topk_arrays("reference.topk", logits, ks, ke, k, page_table, row_seq, row_pos_base,
-                            out)
-    _fp8dsa.topk_cpu(_view(logits), _view(ks), _view(ke), k, bool(sorted), _view(page_table),
+    op = "reference.topk"
+    k, sorted, page_size = _topk.topk_scalars(op, k, sorted, page_size)
+    out = _topk.topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out)
+    _fp8dsa.topk_cpu(_view(logits), _view(ks), _view(ke), k, sorted, _view(page_table),
                      page_size, _view(row_seq), _view(row_pos_base), _view(out))
     return out
 
@@ -63,6 +65,7 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     """
     op = "reference.prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
+    topk = _pipeline.prefill_topk(topk)
     index_k, index_k_scale, out, max_logits, lse = _pipeline.prefill_arrays(
         op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out,
         max_logits, lse)

@@ -209,3 +209,64 @@ class TestPrefill:
         part = fp8dsa._fp8dsa.prefill_workspace_bytes(4096, 32768, 2048, False, chunk)
         assert whole - part >= (4096 - chunk) * 32768 * 4
         assert fp8dsa._fp8dsa.prefill_workspace_bytes(4096, 32768, 2048, False, 4096) == whole
+
+
+class TestScalarsAndSizes:
+    """Scalars are checked by type and range before anything is sized from them, NumPy integers
+    count as integers, and an impossible size is refused before it is allocated."""
+
+    def test_topk_scalars(self):
+        logits = np.arange(20, dtype=np.float32).reshape(2, 10)
+        ks, ke = np.zeros(2, np.int32), np.full(2, 10, np.int32)
+        got = fp8dsa.reference.topk(logits, ks, ke, np.int64(4), np.bool_(True))
+        assert got.tolist() == [[9, 8, 7, 6], [9, 8, 7, 6]]
+        with pytest.raises(TypeError, match=r"topk: k must be an integer \(given 4.0\)"):
+            fp8dsa.reference.topk(logits, ks, ke, 4.0)
+        with pytest.raises(TypeError, match="reference.topk: sorted must be a bool"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, "no")
+        with pytest.raises(ValueError, match=r"reference.topk: page_size \(2147483648\) must be in"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, page_size=2**31)
+        with pytest.raises(TypeError, match="logits must be in the machine's byte order"):
+            fp8dsa.reference.topk(logits.astype(">f4"), ks, ke, 4)
+
+    def test_page_table_without_rows(self):
+        # num_seqs = 0 means "not bounded" to the library: a [0, P] table is refused, not read.
+        logits = np.zeros((1, 4), np.float32)
+        for row_seq in (None, np.array([10**9], np.int32)):
+            with pytest.raises(ValueError, match=r"reference.topk: page_table has no rows"):
+                fp8dsa.reference.topk(logits, np.zeros(1, np.int32), np.full(1, 4, np.int32), 2,
+                                      page_table=np.zeros((0, 4), np.int32), page_size=2,
+                                      row_seq=row_seq)
+        empty = fp8dsa.reference.topk(np.zeros((0, 4), np.float32), np.zeros(0, np.int32),
+                                      np.zeros(0, np.int32), 2, page_table=np.zeros((0, 4), np.int32),
+                                      page_size=2)
+        assert empty.shape == (0, 2)
+
+    def test_sizes_refused_before_allocation(self, indexer):
+        rows = np.broadcast_to(np.zeros((1, 10), np.float32), (2**31 + 5, 10))
+        bounds = np.broadcast_to(np.zeros(1, np.int32), (2**31 + 5,))
+        with pytest.raises(ValueError, match=r"out would be \[T, k\] = \[2147483653, 4\]"):
+            fp8dsa.reference.topk(rows, bounds, bounds, 4)
+        # A GPU call checks the placement first (2**30 rows x k = 2048 would be 8 GiB).
+        with pytest.raises(ValueError, match="topk: logits must be on a CUDA device"):
+            fp8dsa.topk(rows[:2**30], bounds[:2**30], bounds[:2**30], 2048)
+        with pytest.raises(ValueError, match=r"topk: k \(17179869184\) must be in \[1, 2048\]"):
+            fp8dsa.fused_topk(**indexer, k=2**34)
+        with pytest.raises(ValueError, match=r"sequences\[0\]\.new_tokens \(2147483648\) must be in"):
+            fp8dsa.build_causal_bounds([2**31], [0])
+        with pytest.raises(ValueError, match=r"sequences\[0\]\.cached_keys \(2147483648\) must be in"):
+            fp8dsa.build_causal_bounds([2**30], [2**31])
+        with pytest.raises(ValueError, match=r"sequences\[0\]\.cached_keys \(9223372036854775808\)"):
+            fp8dsa.build_causal_bounds([1], [2**63])
+
+    def test_names_in_messages(self, indexer):
+        with pytest.raises(TypeError, match=r"kv must be a tuple .*, given tuple of 3"):
+            fp8dsa.reference.indexer_logits(**dict(indexer, kv=indexer["kv"] + (1,)))
+        with pytest.raises(TypeError, match="reference.indexer_logits: fill_masked must be a bool"):
+            fp8dsa.reference.indexer_logits(**indexer, fill_masked="no")
+        out_parts = np.zeros((2, 3, 16, 512), np.uint16)
+        lse_parts = np.zeros((2, 3, 16), np.float32)
+        with pytest.raises(TypeError, match="max_logits must be an array"):
+            fp8dsa.reference.lse_merge(out_parts, lse_parts, max_logits="junk")
+        with pytest.raises(TypeError, match=r"prefill: topk must be an integer \(given 64.0\)"):
+            fp8dsa.reference.prefill(*[None] * 7, SM_SCALE, topk=64.0)

@@ -100,14 +100,14 @@ def real(op, name, value):
 INT32_MAX = 2**31 - 1
 
 
-def integer(op, name, value, lo, hi):
+def integer(op, name, value, lo, hi, valid=None):
     """An integer argument (int or NumPy integer, not bool) as an int; TypeError naming it for
     another type, ValueError for a value outside [lo, hi] (checked before anything is sized from
-    it)."""
+    it). `valid`: the range the message states, where the library's own check is narrower."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{op}: {name} must be an integer (given {value!r})")
     if not lo <= value <= hi:
-        raise ValueError(f"{op}: {name} ({int(value)}) must be in [{lo}, {hi}]")
+        raise ValueError(f"{op}: {name} ({int(value)}) must be in {valid or f'[{lo}, {hi}]'}")
     return int(value)
 
 

@@ -21,9 +21,11 @@ _SHAPES = """
 
 
 def prefill_topk(topk):
-    """topk as an int in [64, 2048] (the library's words; it also wants a multiple of 64), checked
-    before anything is sized from it."""
-    return _arrays.integer("prefill", "topk", topk, 64, 2048)
+    """topk as an int: its type here, a value past int32 in the library's words (the extension
+    could not take it); the library checks the rest (in [64, 2048], a multiple of 64) before the
+    workspace is sized from it."""
+    return _arrays.integer("prefill", "topk", topk, -_arrays.INT32_MAX - 1, _arrays.INT32_MAX,
+                           valid="[64, 2048]")
 
 
 def prefill_arrays(op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits,

@@ -270,3 +270,6 @@ class TestScalarsAndSizes:
             fp8dsa.reference.lse_merge(out_parts, lse_parts, max_logits="junk")
         with pytest.raises(TypeError, match=r"prefill: topk must be an integer \(given 64.0\)"):
             fp8dsa.reference.prefill(*[None] * 7, SM_SCALE, topk=64.0)
+        # Past int32 here (the extension could not take it), the rest in the library's words.
+        with pytest.raises(ValueError, match=r"prefill: topk \(2147483648\) must be in \[64, 2048\]"):
+            fp8dsa.reference.prefill(*[None] * 7, SM_SCALE, topk=2**31)

@@ -163,14 +163,26 @@ def empty(like, shape, dtype):
 def output(op, name, given, like, shape, ndims, layout, dtypes):
     """The output array: `given` after its dtype and ndim checks, or a new one of `shape`."""
     if given is not None:
-        return check(op, name, given, ndims, layout, dtypes)
+        return writable(op, name, check(op, name, given, ndims, layout, dtypes))
+    return empty(like, extents(op, name, layout, shape), dtypes[0])
+
+
+def writable(op, name, x):
+    """`x`, a given output; ValueError for a read-only NumPy array (a broadcast one included)."""
+    if library(x) == "numpy" and not x.flags.writeable:
+        raise ValueError(f"{op}: {name} must be writable (given a read-only or broadcast array)")
+    return x
+
+
+def extents(op, name, layout, shape):
+    """An output's shape, refused where an extent passes int32 (the library's extents are: T, N, k,
+    h, ...), before the allocation: an input broadcast to 2**31 rows would otherwise ask for
+    gigabytes first."""
     shape = tuple(max(int(n), 0) for n in shape)
-    # The library's extents are int32 (T, N, k, h, ...): refused here before the allocation (an input
-    # broadcast to 2**31 rows would otherwise ask for gigabytes first).
     if any(n > INT32_MAX for n in shape):
         raise ValueError(f"{op}: {name} would be {layout} = {list(shape)}: an extent past {INT32_MAX} "
                          "(the library's extents are int32)")
-    return empty(like, shape, dtypes[0])
+    return shape
 
 
 def require_cuda(op, name, x):

@@ -20,7 +20,9 @@ def e4m3_from_float(x):
     """float32 values (any shape; other real dtypes are converted to float32 first) -> a uint8
     array of the same shape holding their e4m3 bits."""
     x = np.asarray(x)
-    if x.dtype.kind not in "iuf":
+    # Real dtypes: NumPy's bool, integers and floats, and ml_dtypes' bfloat16 / float8 (kind "V").
+    low_precision = x.dtype.kind == "V" and x.dtype.name.startswith(("bfloat16", "float8"))
+    if x.dtype.kind not in "biuf" and not low_precision:
         raise TypeError(f"e4m3_from_float: x must hold real numbers (given dtype {x.dtype})")
     values = np.ascontiguousarray(x, dtype=np.float32).reshape(x.shape)
     bits = np.empty(values.shape, dtype=np.uint8)

@@ -45,9 +45,9 @@ def indexer_logits_buffer(op, q, k, logits):
     """The array the extension writes: `logits` after its checks, or a new [T, N padded] one whose
     [:, :N] view is the result (sliced after the call: a JAX slice is a copy)."""
     if logits is not None:
-        return _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32)
+        return _arrays.writable(op, "logits", _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32))
     padded = -(-k.shape[0] // _LOGITS_ROW_ALIGN) * _LOGITS_ROW_ALIGN
-    return _arrays.empty(q, (q.shape[0], padded), "float32")
+    return _arrays.empty(q, _arrays.extents(op, "logits", "[T, N]", (q.shape[0], padded)), "float32")
 
 
 def indexer_logits_result(buffer, logits, k):

@@ -23,7 +23,8 @@ def topk_scalars(op, k, sorted, page_size):
     """(k, sorted, page_size) checked: k before `out` is allocated from it (k = 2**40 would
     otherwise ask for terabytes), in the library's words."""
     return (_arrays.integer("topk", "k", k, 1, 2048), _arrays.flag(op, "sorted", sorted),
-            _arrays.integer(op, "page_size", page_size, 0, _arrays.INT32_MAX))
+            _arrays.integer(op, "page_size", page_size, -_arrays.INT32_MAX - 1, _arrays.INT32_MAX,
+                            valid=f"[1, {_arrays.INT32_MAX}]"))  # the rest: the library's check, with a table
 
 
 def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, gpu=False):

@@ -273,3 +273,14 @@ class TestScalarsAndSizes:
         # Past int32 here (the extension could not take it), the rest in the library's words.
         with pytest.raises(ValueError, match=r"prefill: topk \(2147483648\) must be in \[64, 2048\]"):
             fp8dsa.reference.prefill(*[None] * 7, SM_SCALE, topk=2**31)
+
+    def test_outputs_and_conversions(self, indexer):
+        logits = np.zeros((2, 10), np.float32)
+        ks, ke = np.zeros(2, np.int32), np.full(2, 10, np.int32)
+        with pytest.raises(ValueError, match="reference.topk: out must be writable"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, out=np.broadcast_to(np.zeros((1, 4), np.int32), (2, 4)))
+        wide = dict(indexer, q=np.broadcast_to(indexer["q"][:1], (2**31, 8, 128)))
+        with pytest.raises(ValueError, match=r"reference.indexer_logits: logits would be \[T, N\]"):
+            fp8dsa.reference.indexer_logits(**dict(wide, weights=np.broadcast_to(indexer["weights"][:1], (2**31, 8))))
+        # page_size is the library's business where there is no table (ignored there).
+        assert fp8dsa.reference.topk(logits, ks, ke, 4, page_size=-1).shape == (2, 4)

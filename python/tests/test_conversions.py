@@ -58,3 +58,10 @@ def test_shapes_byte_order_and_types():
     for bad in (None, np.array([1 + 2j]), np.array(["1.5"])):
         with pytest.raises(TypeError, match="e4m3_from_float: x must hold real numbers"):
             fp8dsa.e4m3_from_float(bad)
+
+
+def test_low_precision_inputs():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert fp8dsa.e4m3_from_float(np.array([1.5, 2.5], ml_dtypes.bfloat16)).tolist() == \
+        fp8dsa.e4m3_from_float(np.array([1.5, 2.5], np.float32)).tolist()
+    assert fp8dsa.e4m3_from_float(np.array([1.5], ml_dtypes.float8_e4m3fn)).tolist() == [0x3C]

@@ -100,11 +100,16 @@ def real(op, name, value):
 INT32_MAX = 2**31 - 1
 
 
+def is_integer(value):
+    """Whether `value` is a Python or NumPy integer (bools are not)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def integer(op, name, value, lo, hi, valid=None):
     """An integer argument (int or NumPy integer, not bool) as an int; TypeError naming it for
     another type, ValueError for a value outside [lo, hi] (checked before anything is sized from
     it). `valid`: the range the message states, where the library's own check is narrower."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise TypeError(f"{op}: {name} must be an integer (given {value!r})")
     if not lo <= value <= hi:
         raise ValueError(f"{op}: {name} ({int(value)}) must be in {valid or f'[{lo}, {hi}]'}")
@@ -123,7 +128,7 @@ def flag(op, name, value):
     otherwise (bool("no") would be True)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
+    if is_integer(value) and value in (0, 1):
         return bool(value)
     raise TypeError(f"{op}: {name} must be a bool (given {value!r})")
 
@@ -220,7 +225,7 @@ def _stream_handle(stream):
     for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         if hasattr(stream, attribute):
             return int(getattr(stream, attribute))
-    if isinstance(stream, (bool, np.bool_)) or not isinstance(stream, (int, np.integer)):
+    if not is_integer(stream):
         raise TypeError(f"stream must be a CUDA stream handle (an int, torch.cuda.Stream or "
                         f"cupy.cuda.Stream; given {stream!r})")
     if not 0 <= stream < 2**64:

@@ -1,8 +1,6 @@
 """Sparse MLA prefill in native FP8, with the arguments and conventions of FlashMLA's
 flash_mla_sparse_fwd."""
 
-import numpy as np
-
 from . import _arrays, _fp8dsa
 
 _SHAPES = """
@@ -60,7 +58,7 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
     (out, max_logits, lse), allocated where not given."""
     q_dtypes, kv_dtypes, kv_layout = kv_format_dtypes(op, kv_format)
     # Before any output is allocated from it (d_v = 2**40 would otherwise ask for terabytes).
-    if isinstance(d_v, (bool, np.bool_)) or not isinstance(d_v, (int, np.integer)) or d_v != 512:
+    if not _arrays.is_integer(d_v) or d_v != 512:
         raise ValueError(f"sparse_mla: d_v ({d_v!r}) must be one of {{512}}")  # the library's words
     _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
     if gpu:

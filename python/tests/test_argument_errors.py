@@ -284,3 +284,16 @@ class TestScalarsAndSizes:
             fp8dsa.reference.indexer_logits(**dict(wide, weights=np.broadcast_to(indexer["weights"][:1], (2**31, 8))))
         # page_size is the library's business where there is no table (ignored there).
         assert fp8dsa.reference.topk(logits, ks, ke, 4, page_size=-1).shape == (2, 4)
+
+    def test_kernel_names_and_streams(self, mla):
+        with pytest.raises(TypeError, match=r"sparse_mla_prefill: kernel must be a string \(given 3\)"):
+            fp8dsa.sparse_mla_prefill(mla["q"], mla["kv"], mla["indices"], SM_SCALE, kernel=3)
+        with pytest.raises(TypeError, match="prefill: fused must be a bool"):
+            fp8dsa.prefill(*[None] * 7, SM_SCALE, fused="no")
+        # The stream handle's own check (a GPU call reaches it after the placement checks).
+        from fp8dsa import _arrays
+        assert _arrays._stream_handle(np.uint64(7)) == 7
+        for bad, error in ((True, TypeError), (1.5, TypeError), ("s", TypeError), (-1, ValueError),
+                           (2**64, ValueError)):
+            with pytest.raises(error, match="stream"):
+                _arrays._stream_handle(bad)

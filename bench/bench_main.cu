@@ -41,6 +41,8 @@ struct Options {
   std::string q8kv8;
   std::string deepgemm;
   std::vector<std::string> mla_data;
+  std::vector<tools::MlaSelection> mla_selections;
+  std::vector<int64_t> mla_keys;
   std::vector<int> mla_qk_chains;
   std::string anchor_dir = "/tmp/fp8dsa_anchors";
 };
@@ -71,6 +73,10 @@ void print_usage(std::FILE* out) {
                "                 pipeline also times the anchors' stages on its inputs (baseline=anchor_stages)\n"
                "  --mla-data=LIST  sparse MLA input sets at N = 32K: realistic,peaked,random,random_std1,\n"
                "                 random_std10,zeros (default: all)\n"
+               "  --mla-sel=LIST   sparse MLA selections: realistic (top-k by relevance, neighbours overlap),\n"
+               "                 uniform (distinct uniform rows over the visible pool) (default: both)\n"
+               "  --mla-keys=LIST  sparse MLA cache sizes N (default: 32768 with --quick, else\n"
+               "                 8192,32768,131072,262144; the data sets other than realistic at 32768 only)\n"
                "  --mla-qk-chains=LIST  FP8DSA_TUNING builds: also time these sparse MLA QK^T chain counts\n"
                "                 (rows with qk_chains=N) and print their accuracy\n"
                "  --anchor-dir=DIR  where the anchors' input files are written (default /tmp/fp8dsa_anchors)\n"
@@ -97,6 +103,18 @@ bool parse_int(const char* s, int min, int* out) {
   return true;
 }
 
+// The comma-separated items of a flag's value, in order (empty items kept, so that a stray comma
+// fails the item check).
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t pos = 0; pos <= list.size();) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    items.push_back(list.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return items;
+}
+
 // 0 = parsed, 1 = --help printed, 2 = error printed.
 int parse_args(int argc, char** argv, Options* opt) {
   for (int i = 1; i < argc; ++i) {
@@ -121,30 +139,45 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->deepgemm = v;
     } else if (starts_with(a, "--mla-data=", &v) && *v != '\0') {
       opt->mla_data.clear();
-      std::string list = v;
-      for (size_t pos = 0; pos <= list.size();) {
-        const size_t comma = std::min(list.find(',', pos), list.size());
-        const std::string name = list.substr(pos, comma - pos);
+      for (const std::string& name : split_list(v)) {
         if (!is_mla_data_set(name)) {
           std::fprintf(stderr, "fp8dsa_bench: unknown --mla-data set '%s' (%s)\n", name.c_str(),
                        mla_data_set_names().c_str());
           return 2;
         }
         opt->mla_data.push_back(name);
-        pos = comma + 1;
+      }
+    } else if (starts_with(a, "--mla-sel=", &v) && *v != '\0') {
+      opt->mla_selections.clear();
+      for (const std::string& name : split_list(v)) {
+        tools::MlaSelection selection{};
+        if (!parse_mla_selection(name, &selection)) {
+          std::fprintf(stderr, "fp8dsa_bench: unknown --mla-sel selection '%s' (realistic, uniform)\n", name.c_str());
+          return 2;
+        }
+        opt->mla_selections.push_back(selection);
+      }
+    } else if (starts_with(a, "--mla-keys=", &v) && *v != '\0') {
+      opt->mla_keys.clear();
+      for (const std::string& item : split_list(v)) {
+        char* end = nullptr;
+        const long long n = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < kMlaMinKeys || n > kMlaMaxKeys) {
+          std::fprintf(stderr, "fp8dsa_bench: --mla-keys wants key counts in [%lld, %lld], got '%s'\n",
+                       static_cast<long long>(kMlaMinKeys), static_cast<long long>(kMlaMaxKeys), item.c_str());
+          return 2;
+        }
+        opt->mla_keys.push_back(n);
       }
     } else if (starts_with(a, "--mla-qk-chains=", &v) && *v != '\0') {
       opt->mla_qk_chains.clear();
-      std::string list = v;
-      for (size_t pos = 0; pos <= list.size();) {
-        const size_t comma = std::min(list.find(',', pos), list.size());
+      for (const std::string& item : split_list(v)) {
         int chains = 0;
-        if (!parse_int(list.substr(pos, comma - pos).c_str(), 1, &chains)) {
+        if (!parse_int(item.c_str(), 1, &chains)) {
           std::fprintf(stderr, "fp8dsa_bench: --mla-qk-chains wants positive integers, got '%s'\n", v);
           return 2;
         }
         opt->mla_qk_chains.push_back(chains);
-        pos = comma + 1;
       }
     } else if (starts_with(a, "--anchor-dir=", &v) && *v != '\0') {
       opt->anchor_dir = v;
@@ -238,6 +271,8 @@ int main(int argc, char** argv) {
   ctx.q8kv8 = opt.q8kv8;
   ctx.deepgemm = opt.deepgemm;
   ctx.mla_data = opt.mla_data;
+  ctx.mla_selections = opt.mla_selections;
+  ctx.mla_keys = opt.mla_keys;
   ctx.mla_qk_chains = opt.mla_qk_chains;
   ctx.anchor_dir = opt.anchor_dir;
   std::printf("fp8dsa_bench on %s (%d SMs, L2 %d MB), commit %s, median of %d reps after %d warm-up\n",

@@ -12,6 +12,7 @@
 
 #include "fp8dsa/status.h"
 #include "results.h"
+#include "tools/mla_workload.h"
 #include "tools/timing.h"
 
 namespace fp8dsa::bench {
@@ -27,6 +28,8 @@ struct BenchContext {
   std::string q8kv8;       // SGLang's FP8 sparse MLA anchor executable (empty: not timed)
   std::string deepgemm;    // DeepGEMM's indexer anchor executable (empty: not timed)
   std::vector<std::string> mla_data;  // sparse MLA input sets (empty: the bench's default list)
+  std::vector<tools::MlaSelection> mla_selections;  // sparse MLA selections (empty: both)
+  std::vector<int64_t> mla_keys;      // sparse MLA cache sizes (empty: the bench's default list)
   std::vector<int> mla_qk_chains;     // FP8DSA_TUNING builds: QK^T chain counts timed besides the default
   std::string anchor_dir;  // where the anchors' input and output files go
 };
@@ -43,6 +46,11 @@ Status run_indexer_bench(const BenchContext& ctx);
 // The sparse MLA input sets --mla-data may name ("realistic, peaked, ..."), and whether `name` is one.
 std::string mla_data_set_names();
 bool is_mla_data_set(const std::string& name);
+// --mla-sel's names ("realistic", "uniform"; tools::mla_selection_name); false for any other.
+bool parse_mla_selection(const std::string& name, tools::MlaSelection* selection);
+// The cache sizes --mla-keys may ask for: at least the bench's 4096 tokens, at most 1M rows.
+inline constexpr int64_t kMlaMinKeys = 4096;
+inline constexpr int64_t kMlaMaxKeys = int64_t{1} << 20;
 // rows x keys in {4096x8192, 4096x32768, 8192x65536, 64x131072, 1x1048576}, k = 2048, beside the
 // CUB sort baseline when it is built in.
 Status run_topk_bench(const BenchContext& ctx);

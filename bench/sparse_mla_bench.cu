@@ -105,6 +105,7 @@ double time_anchor(const BenchContext& ctx, const MlaInputs& in, int h, const Re
 }
 
 Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, const char* data) {
+  const char* selection = tools::mla_selection_name(in.host.spec.selection);
   const int64_t num_keys = in.host.spec.num_kv;
   tools::MlaDeviceOutputs outputs;
   FP8DSA_RETURN_IF_ERROR(outputs.allocate(kMlaTokens, num_heads));
@@ -120,7 +121,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   ResultRow row;
   row.op = "sparse_mla";
   row.shape = shape_string({{"T", kMlaTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kMlaTopk}}) +
-              " data=" + data;
+              " data=" + data + " sel=" + selection;
   row.kernel = sparse_mla_kernel_name(sparse_mla_route(p));
   const size_t our_row = ctx.results->rows().size();
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
@@ -199,10 +200,10 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   return Status::ok();
 }
 
-Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& set, bool unrounded,
-                   MlaInputs* in) {
+Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& set, tools::MlaSelection selection,
+                   bool unrounded, MlaInputs* in) {
   in->host = make_bench_workload(ctx, num_keys, set.score_std, set.values,
-                                 unrounded && set.values != tools::MlaValues::kZeros);
+                                 unrounded && set.values != tools::MlaValues::kZeros, selection);
   FP8DSA_RETURN_IF_ERROR(upload(in->host.q, &in->q));
   FP8DSA_RETURN_IF_ERROR(upload(in->host.kv, &in->kv));
   return upload(in->host.indices, &in->indices);
@@ -211,8 +212,10 @@ Status make_inputs(const BenchContext& ctx, int64_t num_keys, const MlaDataSet& 
 }  // namespace
 
 Status run_sparse_mla_bench(const BenchContext& ctx) {
-  const std::vector<int64_t> keys =
-      ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 65536, 131072};
+  std::vector<int64_t> keys = ctx.mla_keys;
+  if (keys.empty()) keys = ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 131072, 262144};
+  std::vector<tools::MlaSelection> selections = ctx.mla_selections;
+  if (selections.empty()) selections = {tools::MlaSelection::kRealistic, tools::MlaSelection::kUniform};
   // Every input set at every head count: the small-head kernels' time must not depend on the data
   // either (SPEC 7).
   const std::vector<int> heads = ctx.quick ? std::vector<int>{128, 64, 16, 8} : std::vector<int>{128, 64, 32, 16, 8};
@@ -221,13 +224,15 @@ Status run_sparse_mla_bench(const BenchContext& ctx) {
     if (!is_mla_data_set(name)) return invalid_argument("sparse_mla bench: unknown input set '" + name + "'");
   }
   for (int64_t n : keys) {
-    for (const MlaDataSet& set : kMlaDataSets) {
-      const bool realistic = std::string(set.label) == "realistic";
-      if (!mla_data_wanted(ctx, set) || (n != 32768 && !realistic)) continue;
-      MlaInputs in;
-      FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set, anchors || !ctx.mla_qk_chains.empty(), &in));
-      for (int h : heads) {
-        FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, set.label));
+    for (tools::MlaSelection selection : selections) {
+      for (const MlaDataSet& set : kMlaDataSets) {
+        const bool realistic = std::string(set.label) == "realistic";
+        if (!mla_data_wanted(ctx, set) || (n != 32768 && !realistic)) continue;
+        MlaInputs in;
+        FP8DSA_RETURN_IF_ERROR(make_inputs(ctx, n, set, selection, anchors || !ctx.mla_qk_chains.empty(), &in));
+        for (int h : heads) {
+          FP8DSA_RETURN_IF_ERROR(bench_shape(ctx, in, h, set.label));
+        }
       }
     }
   }

@@ -23,7 +23,7 @@ bool read_file(const std::string& path, std::vector<T>* v) {
 }  // namespace
 
 tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
-                                       tools::MlaValues values, bool unrounded) {
+                                       tools::MlaValues values, bool unrounded, tools::MlaSelection selection) {
   tools::MlaWorkloadSpec spec;  // sm_scale: 1 / sqrt(192), DeepSeek-V3.2 without the YaRN factor
   spec.num_tokens = kMlaTokens;
   spec.num_kv = num_keys;
@@ -32,8 +32,19 @@ tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys
   spec.score_std = score_std;
   spec.seed = ctx.seed + static_cast<uint64_t>(num_keys);
   spec.values = values;
+  spec.selection = selection;
   spec.unrounded_every = unrounded ? kMlaCheckEvery : 0;
   return tools::make_mla_workload(spec);
+}
+
+bool parse_mla_selection(const std::string& name, tools::MlaSelection* selection) {
+  for (tools::MlaSelection s : {tools::MlaSelection::kRealistic, tools::MlaSelection::kUniform}) {
+    if (name == tools::mla_selection_name(s)) {
+      *selection = s;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool mla_data_wanted(const BenchContext& ctx, const MlaDataSet& set) {

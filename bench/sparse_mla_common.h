@@ -31,11 +31,12 @@ inline constexpr int kMlaMaxHeads = 128;
 inline constexpr int64_t kMlaCheckEvery = 64;
 
 // The workload (tools/mla_workload.h) of that shape over num_keys rows, scores with score_std
-// across a token's keys, of the given values; seeded by ctx.seed and num_keys. unrounded: also keep
-// the values before rounding, for every kMlaCheckEvery-th token (SPEC 6's R0).
+// across a token's keys, of the given values and selection; seeded by ctx.seed and num_keys.
+// unrounded: also keep the values before rounding, for every kMlaCheckEvery-th token (SPEC 6's R0).
 tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
                                        tools::MlaValues values = tools::MlaValues::kRealistic,
-                                       bool unrounded = false);
+                                       bool unrounded = false,
+                                       tools::MlaSelection selection = tools::MlaSelection::kRealistic);
 
 // The input sets of both benches (label as in results.csv's data= token; --mla-data picks among
 // them). At N = 32K each bench runs every set at h = 128 and 64, at the other N the realistic one.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "core/parallel_for.h"
@@ -17,7 +18,7 @@ namespace {
 constexpr int kDqk = 576;
 constexpr int kSampleRows = 96;  // (token, head) rows the statistics and the calibration use
 
-enum Stream : uint64_t { kMixing = 1, kKeyFactor, kTokenStep, kHeadFactor, kKeyNoise, kQueryNoise };
+enum Stream : uint64_t { kMixing = 1, kKeyFactor, kTokenStep, kHeadFactor, kKeyNoise, kQueryNoise, kUniformPick };
 
 struct Factors {
   int rank = 0;
@@ -64,11 +65,30 @@ float dot(const float* a, const float* b, int n) {
   return acc;
 }
 
+// Token t's uniform selection: min(topk, visible) distinct visible keys in the order drawn (a
+// partial Fisher-Yates shuffle of [0, visible), its swaps kept in a map).
+void select_uniform_keys(const MlaWorkloadSpec& s, int64_t t, int64_t visible, int64_t take, int32_t* row) {
+  std::unordered_map<int64_t, int64_t> moved;
+  const auto at = [&](int64_t i) {
+    const auto it = moved.find(i);
+    return it == moved.end() ? i : it->second;
+  };
+  for (int64_t i = 0; i < take; ++i) {
+    const int64_t j = i + static_cast<int64_t>(draw(s.seed, kUniformPick, static_cast<uint64_t>(t * s.topk + i)) %
+                                               static_cast<uint64_t>(visible - i));
+    const int64_t picked = at(j);
+    moved[j] = at(i);
+    row[i] = static_cast<int32_t>(picked);
+  }
+  std::fill(row + take, row + s.topk, -1);
+}
+
 // Token t's selection: the min(topk, visible) visible keys of highest |u_j . v_t| + recency bonus.
 void select_keys(const MlaWorkloadSpec& s, const Factors& f, int64_t t, int32_t* row) {
   const int64_t position = s.num_kv - s.num_tokens + t;
   const int64_t visible = position + 1;
   const int64_t take = std::min<int64_t>(s.topk, visible);
+  if (s.selection == MlaSelection::kUniform) return select_uniform_keys(s, t, visible, take, row);
   std::vector<std::pair<float, int32_t>> cand(static_cast<size_t>(visible));
   const float* v = f.token.data() + t * f.rank;
   for (int64_t j = 0; j < visible; ++j) {
@@ -165,6 +185,14 @@ const char* mla_values_name(MlaValues values) {
     case MlaValues::kRealistic: return "realistic";
     case MlaValues::kRandom: return "random";
     case MlaValues::kZeros: return "zeros";
+  }
+  return "?";
+}
+
+const char* mla_selection_name(MlaSelection selection) {
+  switch (selection) {
+    case MlaSelection::kRealistic: return "realistic";
+    case MlaSelection::kUniform: return "uniform";
   }
   return "?";
 }

@@ -2,9 +2,10 @@
 // flatters sparse attention: it gives flat softmaxes, unrelated neighbouring selections and no
 // locality). One causal sequence: T new tokens at the end of an N-row latent cache.
 //
-// - Selections: each token keeps the topk visible keys of highest relevance |u_j . v_t| plus a bonus
-//   for its most recent keys, in descending relevance order (the order a real top-k returns). The
-//   token factor v_t drifts slowly with t, so neighbouring tokens select mostly the same rows.
+// - Selections (MlaSelection::kRealistic): each token keeps the topk visible keys of highest relevance
+//   |u_j . v_t| plus a bonus for its most recent keys, in descending relevance order (the order a
+//   real top-k returns). The token factor v_t drifts slowly with t, so neighbouring tokens select
+//   mostly the same rows. (kUniform: distinct uniform draws instead, for the cost of no locality.)
 // - Values: kv rows and queries share the low-rank factors (kv_j ~ A u_j, q_th ~ A w_th with w_th the
 //   token factor plus a per-head perturbation, plus noise), so attention concentrates on the keys the
 //   selection ranks highest. The queries are scaled so that the scores s = sm_scale * q . k across a
@@ -29,6 +30,16 @@ enum class MlaValues {
 
 const char* mla_values_name(MlaValues values);  // "realistic", "random", "zeros"
 
+// How each token's keys are chosen.
+enum class MlaSelection {
+  kRealistic,  // the top-k by relevance to a slowly drifting token factor, in descending order:
+               // neighbouring tokens share most rows
+  kUniform,    // topk distinct rows drawn uniformly from the token's visible keys, in random order:
+               // no locality between neighbours, the whole pool touched
+};
+
+const char* mla_selection_name(MlaSelection selection);  // "realistic", "uniform"
+
 struct MlaWorkloadSpec {
   int64_t num_tokens = 4096;  // T; token t sits at cache row num_kv - num_tokens + t
   int64_t num_kv = 32768;     // N >= T
@@ -41,6 +52,7 @@ struct MlaWorkloadSpec {
   double drift = 0.03;           // step of the token factor's random walk (|v| = 1)
   uint64_t seed = 1;
   MlaValues values = MlaValues::kRealistic;
+  MlaSelection selection = MlaSelection::kRealistic;
   // > 0: also keep the values before their e4m3 rounding (MlaWorkload::q_unrounded, kv_unrounded),
   // q for the tokens t % unrounded_every == 0 only: the f64 reference on them is SPEC 6's R0.
   int64_t unrounded_every = 0;
@@ -50,7 +62,7 @@ struct MlaWorkload {
   MlaWorkloadSpec spec;          // what it was made from
   std::vector<uint8_t> q;        // [T, h, 576] e4m3, packed
   std::vector<uint8_t> kv;       // [N, 576] e4m3, packed
-  std::vector<int32_t> indices;  // [T, topk] absolute rows, descending relevance, -1 padding
+  std::vector<int32_t> indices;  // [T, topk] absolute rows (descending relevance when realistic), -1 padding
   // With spec.unrounded_every = e > 0, the f32 values that q and kv round (e4m3, RNE, saturating):
   std::vector<float> q_unrounded;   // [ceil(T / e), h, 576]: token t = i * e
   std::vector<float> kv_unrounded;  // [N, 576]

@@ -2,6 +2,7 @@
 // the rounding of its inputs (tools/metrics.h: check_against_rounding, through SampledMlaReference).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -94,6 +95,46 @@ TEST(MlaWorkload, RandomScoresDoNotFollowTheSelectionOrder) {
   spec.values = tools::MlaValues::kRealistic;
   spec.score_std = 3.0;
   EXPECT_EQ(random.indices, tools::make_mla_workload(spec).indices);
+}
+
+// Uniform selections: every token's keys distinct and visible (causal), the whole pool drawn from,
+// little overlap between neighbours, the same keys whatever the values.
+TEST(MlaWorkload, UniformSelectionsAreDistinctVisibleAndSpread) {
+  tools::MlaWorkloadSpec spec = small_spec(tools::MlaValues::kRandom, 0);
+  spec.num_kv = 4096;
+  spec.topk = 512;
+  spec.selection = tools::MlaSelection::kUniform;
+  const tools::MlaWorkload w = tools::make_mla_workload(spec);
+  EXPECT_STREQ(tools::mla_selection_name(spec.selection), "uniform");
+  std::vector<int> hits(static_cast<size_t>(spec.num_kv), 0);
+  for (int64_t t = 0; t < spec.num_tokens; ++t) {
+    const int64_t visible = spec.num_kv - spec.num_tokens + t + 1;
+    std::vector<int32_t> keys(w.indices.begin() + t * spec.topk, w.indices.begin() + (t + 1) * spec.topk);
+    for (int32_t k : keys) {
+      ASSERT_GE(k, 0);
+      ASSERT_LT(k, visible);
+      ++hits[static_cast<size_t>(k)];
+    }
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end()) << "token " << t << " repeats a key";
+    EXPECT_FALSE(std::is_sorted(w.indices.begin() + t * spec.topk, w.indices.begin() + (t + 1) * spec.topk));
+  }
+  // 16 tokens x 512 of ~4096 keys: each quarter of the pool gets about a quarter of the draws.
+  for (int q = 0; q < 4; ++q) {
+    int64_t in_quarter = 0;
+    for (int64_t k = q * spec.num_kv / 4; k < (q + 1) * spec.num_kv / 4; ++k) in_quarter += hits[static_cast<size_t>(k)];
+    EXPECT_NEAR(static_cast<double>(in_quarter) / (spec.num_tokens * spec.topk), 0.25, 0.03) << "quarter " << q;
+  }
+  EXPECT_LT(w.neighbour_overlap, 0.3) << w.describe();
+  spec.values = tools::MlaValues::kRealistic;
+  EXPECT_EQ(w.indices, tools::make_mla_workload(spec).indices);
+  // Fewer visible keys than topk: all of them, then -1.
+  spec.num_kv = 300;
+  spec.num_tokens = 300;
+  const tools::MlaWorkload short_rows = tools::make_mla_workload(spec);
+  std::vector<int32_t> first(short_rows.indices.begin(), short_rows.indices.begin() + spec.topk);
+  EXPECT_EQ(first[0], 0);
+  EXPECT_EQ(first[1], -1);
 }
 
 // The CPU reference's own bf16 output passes the check against the rounding of the inputs, with

@@ -15,8 +15,17 @@ inline Status cuda_status(cudaError_t err, const char* what) {
                                       cudaGetErrorString(err) + ")"};
 }
 
+// Whether a failed device query means "this machine has no GPU" (the GPU tests then skip) rather
+// than a GPU that is there and broken (an error to report): only cudaErrorNoDevice, or an
+// insufficient driver where no NVIDIA kernel driver is loaded at all (a CPU-only machine with the
+// toolkit's stub library). nvidia_driver_loaded: nvidia_kernel_driver_loaded(), a parameter for
+// the tests.
+bool counts_as_no_device(cudaError_t err, bool nvidia_driver_loaded);
+bool nvidia_kernel_driver_loaded();
+
 // Ok when the current device is an sm_90 part (the kernels are built for sm_90a only);
-// kNoDevice / kUnsupportedDevice otherwise. Cached per device.
+// kNoDevice where counts_as_no_device says so, kCudaError for any other failed query,
+// kUnsupportedDevice for another GPU. Cached per device.
 Status check_device();
 
 // Number of SMs of the current device (cached).

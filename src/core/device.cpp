@@ -1,5 +1,6 @@
 #include <array>
 #include <mutex>
+#include <sys/stat.h>
 
 #include "core/cuda_check.h"
 
@@ -17,11 +18,17 @@ const DeviceInfo& current_device_info() {
   static std::array<DeviceInfo, kMaxDevices> infos;
   static std::array<std::once_flag, kMaxDevices> once;
   static DeviceInfo no_device{{StatusCode::kNoDevice, "no CUDA device is available"}, 0};
+  static DeviceInfo broken{};
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();  // clear the sticky "no device" error
-    return no_device;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error
+    if (counts_as_no_device(err, nvidia_kernel_driver_loaded())) return no_device;
+    static std::once_flag broken_once;
+    std::call_once(broken_once, [err] { broken.status = cuda_status(err, "cudaGetDeviceCount (a GPU seems present)"); });
+    return broken;
   }
+  if (count == 0) return no_device;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return no_device;
   std::call_once(once[dev], [dev] {
@@ -44,6 +51,15 @@ const DeviceInfo& current_device_info() {
 }
 
 }  // namespace
+
+bool counts_as_no_device(cudaError_t err, bool nvidia_driver_loaded) {
+  return err == cudaErrorNoDevice || (err == cudaErrorInsufficientDriver && !nvidia_driver_loaded);
+}
+
+bool nvidia_kernel_driver_loaded() {
+  struct stat st{};
+  return stat("/proc/driver/nvidia/version", &st) == 0;
+}
 
 Status check_device() { return current_device_info().status; }
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -155,6 +157,16 @@ double cpu_seconds_estimate(const RunOptions& o, int cores) {
   return 2.0 * (indexer + attention) / (kFlopsPerCoreSecond * std::max(cores, 1));
 }
 
+namespace {
+
+// "1 thread", "2 threads".
+std::string counted(int n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+// "1 minute", "12 minutes" (at least 1).
+std::string about_minutes(double seconds) { return counted(std::max(1, static_cast<int>(seconds / 60.0 + 0.5)), "minute"); }
+
+}  // namespace
+
 int check_runnable(const RunOptions& o, bool gpu) {
   if (const Status s = validate_options(o); !s.is_ok()) {
     std::fprintf(stderr, "fp8dsa run: %s\n", s.to_string().c_str());
@@ -170,18 +182,25 @@ int check_runnable(const RunOptions& o, bool gpu) {
                    kCpuThreadsVariable, value);
       return 2;
     }
+    // More threads than cores run no faster: the estimate counts the cores the threads can use.
     const int threads = static_cast<int>(cpu_reference_threads());
-    const double seconds = cpu_seconds_estimate(o, threads);
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int used = std::min(threads, cores);
+    const double seconds = cpu_seconds_estimate(o, used);
+    const std::string on = counted(used, "thread") +
+                           (threads > cores ? " (" + std::string(kCpuThreadsVariable) + "=" + std::to_string(threads) +
+                                                  ", " + counted(cores, "core") + " here)"
+                                            : "");
     if (seconds > kMaxCpuSeconds) {
       std::fprintf(stderr,
-                   "fp8dsa run: the CPU references of this shape would take about %.0f minutes on %d threads "
-                   "(limit %.0f); use smaller --tokens / --cached (or a GPU)\n",
-                   seconds / 60.0, threads, kMaxCpuSeconds / 60.0);
+                   "fp8dsa run: the CPU references of this shape would take about %s on %s (limit %.0f minutes); "
+                   "use smaller --tokens / --cached (or a GPU)\n",
+                   about_minutes(seconds).c_str(), on.c_str(), kMaxCpuSeconds / 60.0);
       return 2;
     }
     if (seconds > 30.0) {
-      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %.0f minutes on %d threads\n",
-                   seconds / 60.0, threads);
+      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %s on %s\n",
+                   about_minutes(seconds).c_str(), on.c_str());
     }
   }
   return 0;

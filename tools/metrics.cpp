@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "fp8dsa/fp8.h"
 
@@ -201,12 +203,15 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
   int reported = 0;
   const bool by_spread = tol.row_score_std != nullptr && tol.row_score_max_abs != nullptr;
   double dot = 0.0, got_sq = 0.0, ref_sq = 0.0, err_sq = 0.0;
+  // Each row's squared error and reference norm, judged once the rms row norm is known.
+  std::vector<std::pair<double, double>> row_sq(static_cast<size_t>(num_tokens) * num_heads);
   for (int64_t t = 0; t < num_tokens; ++t) {
     for (int h = 0; h < num_heads; ++h) {
       const int64_t th = t * num_heads + h;
       const uint16_t* o = got.out + t * token_stride + h * head_stride;
       const double* r = ref_out.data() + th * d_v;
       bool all_zero = true;
+      double row_err_sq = 0.0, row_ref_sq = 0.0;
       for (int c_ = 0; c_ < d_v; ++c_) {
         const double g = bf16_to_float(o[c_]);
         if (!std::isfinite(g)) {
@@ -216,9 +221,12 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
         all_zero = all_zero && g == 0.0;
         dot += g * r[c_];
         got_sq += g * g;
-        ref_sq += r[c_] * r[c_];
-        err_sq += (g - r[c_]) * (g - r[c_]);
+        row_ref_sq += r[c_] * r[c_];
+        row_err_sq += (g - r[c_]) * (g - r[c_]);
       }
+      ref_sq += row_ref_sq;
+      err_sq += row_err_sq;
+      row_sq[static_cast<size_t>(th)] = {row_err_sq, row_ref_sq};
       const int64_t row = t * row_token_stride + h;
       const double lse = got.lse != nullptr ? got.lse[row] : ref_lse[th];
       const double max_logit = got.max_logits != nullptr ? got.max_logits[row] : ref_max_logits[th];
@@ -256,6 +264,16 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
       }
     }
   }
+  const double floor_sq = kRowNormFloor * kRowNormFloor * ref_sq / static_cast<double>(std::max<size_t>(row_sq.size(), 1));
+  for (size_t th = 0; th < row_sq.size(); ++th) {
+    const auto [row_err_sq, row_ref_sq] = row_sq[th];
+    if (row_ref_sq == 0.0 || row_ref_sq < floor_sq) continue;
+    const double e = std::sqrt(row_err_sq / row_ref_sq);
+    if (e > c.worst_row_rel_l2) {
+      c.worst_row_rel_l2 = e;
+      c.worst_row = static_cast<int64_t>(th);
+    }
+  }
   if (ref_sq == 0.0 && got_sq == 0.0) {
     c.rel_l2 = 0.0;
     c.cosine = 1.0;
@@ -264,11 +282,12 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
     c.cosine = (ref_sq == 0.0 || got_sq == 0.0) ? 0.0 : dot / std::sqrt(ref_sq * got_sq);
   }
   c.passed = c.rel_l2 <= tol.max_rel_l2 && c.cosine >= tol.min_cosine && c.convention_mismatches == 0 &&
-             c.non_finite_out == 0 && c.lse_failures == 0;
+             c.non_finite_out == 0 && c.lse_failures == 0 && c.worst_row_rel_l2 <= tol.max_row_rel_l2;
   std::ostringstream d;
   d << "sparse MLA check over " << num_tokens << " x " << num_heads << " rows: rel L2 " << c.rel_l2
     << " (limit " << tol.max_rel_l2 << "), cosine " << c.cosine << " (min " << tol.min_cosine
-    << "), max lse error " << c.max_lse_error << " (limit ";
+    << "), worst row rel L2 " << c.worst_row_rel_l2 << " (limit " << tol.max_row_rel_l2 << ", row "
+    << c.worst_row << "), max lse error " << c.max_lse_error << " (limit ";
   if (by_spread) {
     d << "per row by its score spread";
   } else {
@@ -290,6 +309,7 @@ RoundingCheck check_against_rounding(const SparseMlaOutputs& got, const std::vec
   RoundingCheck c;
   SparseMlaTolerance unbounded;  // the kernel's numbers against Rq, limits applied below
   unbounded.max_rel_l2 = INFINITY;
+  unbounded.max_row_rel_l2 = INFINITY;
   unbounded.min_cosine = -1.0;
   unbounded.max_lse_error = INFINITY;
   unbounded.max_max_logits_error = INFINITY;
@@ -312,12 +332,13 @@ RoundingCheck check_against_rounding(const SparseMlaOutputs& got, const std::vec
   c.lse_limit = tol.lse_fraction * c.rounding_max_lse_error + tol.lse_floor;
   c.max_logits_limit = tol.lse_fraction * c.rounding_max_max_logits_error + tol.lse_floor;
   c.passed = c.kernel.rel_l2 <= tol.max_rel_l2 && c.kernel.cosine >= tol.min_cosine &&
-             c.kernel.max_lse_error <= c.lse_limit && c.kernel.max_max_logits_error <= c.max_logits_limit &&
+             c.kernel.worst_row_rel_l2 <= tol.max_row_rel_l2 && c.kernel.max_lse_error <= c.lse_limit && c.kernel.max_max_logits_error <= c.max_logits_limit &&
              c.kernel.convention_mismatches == 0 && c.kernel.non_finite_out == 0;
   std::ostringstream d;
   d << "against the rounding of the inputs over " << num_tokens << " x " << num_heads << " rows: out rel L2 "
     << c.kernel.rel_l2 << " (limit " << tol.max_rel_l2 << "; " << c.out_error_ratio << "x the rounding's "
-    << c.rounding_rel_l2 << "), cosine " << c.kernel.cosine << " (min "
+    << c.rounding_rel_l2 << "), worst row rel L2 " << c.kernel.worst_row_rel_l2 << " (limit "
+    << tol.max_row_rel_l2 << "), cosine " << c.kernel.cosine << " (min "
     << tol.min_cosine << "), max lse error " << c.kernel.max_lse_error << " (limit " << c.lse_limit
     << ", rounding " << c.rounding_max_lse_error << "), max max_logits error " << c.kernel.max_max_logits_error
     << " (limit " << c.max_logits_limit << ", rounding " << c.rounding_max_max_logits_error << "), "

@@ -14,9 +14,7 @@
 #include "op_benches.h"
 #include "results.h"
 
-#ifndef FP8DSA_GIT_COMMIT
-#define FP8DSA_GIT_COMMIT "unknown"
-#endif
+#include "commit_stamp.h"  // FP8DSA_GIT_COMMIT, generated at every build (cmake/commit_stamp.cmake)
 #ifndef FP8DSA_DEFAULT_CSV
 #define FP8DSA_DEFAULT_CSV "bench/results.csv"
 #endif
@@ -61,7 +59,7 @@ void print_usage(std::FILE* out) {
                "  --warmup=N     untimed launches first (default 3)\n"
                "  --csv=PATH     append rows here (default %s)\n"
                "  --no-csv       do not write the CSV\n"
-               "  --commit=REV   commit recorded in the CSV (default: the configure-time HEAD, %s)\n"
+               "  --commit=REV   commit recorded in the CSV (default: as built, %s)\n"
                "  --flashmla=PATH  also time FlashMLA's BF16 sparse prefill (../shared/anchors/flashmla_io.py)\n"
                "                 on the same inputs (rows with baseline=flashmla_bf16) and print every kernel's\n"
                "                 accuracy against the f64 references\n"

@@ -7,8 +7,10 @@
 //   real top-k returns). The token factor v_t drifts slowly with t, so neighbouring tokens select
 //   mostly the same rows. (kUniform: distinct uniform draws instead, for the cost of no locality.)
 // - Values: kv rows and queries share the low-rank factors (kv_j ~ A u_j, q_th ~ A w_th with w_th the
-//   token factor plus a per-head perturbation, plus noise), so attention concentrates on the keys the
-//   selection ranks highest. The queries are scaled so that the scores s = sm_scale * q . k across a
+//   token factor plus a per-head perturbation, plus noise). The selection ranks keys by |u_j . v_t|
+//   while the score follows the signed u_j . w_th: of the keys ranked highest, those of positive
+//   product score highest and those of negative product (about half) score lowest, so scores do
+//   not descend with the selection order. The queries are scaled so that the scores s = sm_scale * q . k across a
 //   token's selected keys have the requested standard deviation (about zero mean: large std means
 //   peaked attention).
 #pragma once
@@ -23,7 +25,7 @@ namespace fp8dsa::tools {
 
 // What the q and kv values are made of (the selections are the same for all three).
 enum class MlaValues {
-  kRealistic,  // low-rank factors shared with the selection: scores descend with the selection order
+  kRealistic,  // low-rank factors shared with the selection (its top-ranked keys score highest or lowest)
   kRandom,     // iid normal q and kv: scores unrelated to the selection order (score_std sets q's scale)
   kZeros,      // all-zero q and kv (flat attention; score_std is not used)
 };

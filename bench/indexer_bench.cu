@@ -141,7 +141,8 @@ Status bench_on_deepgemm_inputs(const BenchContext& ctx, int64_t num_keys, int n
   // rounds); each row is the median of its rounds' medians, so that the clocks' drift over the
   // seconds this takes falls on the three alike (timed one after the other, a row of ours could
   // differ from DeepGEMM's by 2-5% for no reason of its own, and the row timed second ran 0.1-0.4 ms
-  // slower at N >= 32K, H = 64: bench/RESULTS.md, tenth, thirteenth and fourteenth sessions).
+  // slower at N >= 32K, H = 64: bench/journal/2026-12-02.md, tenth session;
+  // bench/journal/2026-12-03.md, thirteenth; bench/journal/2026-12-04.md, fourteenth).
   constexpr int kRounds = 4;
   std::vector<double> anchor_ms, ours_ms[2];
   Status timed = Status::ok();

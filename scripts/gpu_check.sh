@@ -78,7 +78,8 @@ fi
 # 64 and an empty cache, the three GPU reference kernels, the whole prefill, the fused score +
 # top-k). racecheck (slow: shared memory hazards): the sparse MLA kernel at h = 64 / 128, the top-k
 # paths and the fused score + top-k, with the adversarial rows (all-equal, rising, NaN / inf: where
-# the group select and the top-k filter's overflow raced, bench/RESULTS.md, sixteenth session).
+# the group select and the top-k filter's overflow raced, bench/journal/2026-12-04.md, sixteenth
+# session).
 memcheck_filter='WgmmaE4m3Gemm.*:IndexerFastGpu.CausalWithCachePrefix:IndexerFastGpu.HeadDim64EveryHeadCount'
 memcheck_filter+=':IndexerReferenceGpu.CausalAndFillMasked:TopkGpuSmall.EveryPathSmallRows'
 memcheck_filter+=':TopkReferenceGpu.PageTableTransform:SparseMlaFp8.SpecShapesH64:SparseMlaFp8.SmallHeadCounts'

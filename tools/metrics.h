@@ -128,7 +128,7 @@ SparseMlaCheck check_sparse_mla(const SparseMlaOutputs& got, const std::vector<d
 // out keeps its absolute bound against Rq (relative L2 <= 2.5e-2, cosine >= 0.999), and its error
 // ratio ||out - Rq|| / ||Rq - R0|| is reported: on flat attention over realistic values the e4m3
 // rounding of P alone puts it at 1.6-1.75 for every FP8 kernel measured (ours, SGLang's Q8KV8), so
-// a bound of 0.35 on it would rule out e4m3 P (bench/RESULTS.md).
+// a bound of 0.35 on it would rule out e4m3 P (bench/journal/2026-12-01.md, sparse MLA v3 step 1).
 struct RoundingTolerance {
   double max_rel_l2 = 2.5e-2;
   double min_cosine = 0.999;

@@ -68,7 +68,8 @@ struct IndexerParams {
 // Checks every argument a caller can get wrong; runs on the CPU, touches no pointed-to memory.
 Status validate(const IndexerParams& params);
 
-// The kernel kAuto resolves to for this shape (the measured routing table, see bench/RESULTS.md).
+// The kernel kAuto resolves to for this shape (the measured routing table, see
+// bench/journal/2026-11-29.md).
 IndexerKernel indexer_route(const IndexerParams& params);
 
 // Fast path on the GPU (params.kernel selects; kAuto routes). Asynchronous on params.stream.

@@ -46,10 +46,10 @@ struct PrefillParams {
 
 // The automatic chunk of the unfused selection (PrefillParams::fused): a multiple of the step, and
 // at least the minimum, below which the fused path is taken instead. H200, T = 4096, causal, k = 2048
-// (bench/RESULTS.md, 2026-12-03): chunks of 1024 tokens run 1.02x the whole batch's time at
-// N = 64K and 128K, H = 64, and 0.55-0.79x the fused path's everywhere; chunks of 512 run
-// 0.61-0.88x the fused path's and tie with it at 8K, H = 64; chunks of 256 are no faster than it
-// at H = 64.
+// (bench/journal/2026-12-03.md, twelfth session): chunks of 1024 tokens run 1.02x the whole
+// batch's time at N = 64K and 128K, H = 64, and 0.55-0.79x the fused path's everywhere; chunks of
+// 512 run 0.61-0.88x the fused path's and tie with it at 8K, H = 64; chunks of 256 are no faster
+// than it at H = 64.
 inline constexpr int64_t kSelectionChunkStep = 64;
 inline constexpr int64_t kMinSelectionChunkTokens = 512;
 

@@ -60,9 +60,9 @@ inline constexpr int kMaxBufferParts = kMaxKeySplits * kBufferParts;  // counts 
 // fits its buffers without a compaction (at most capacity - 128 cells per token, so at most a
 // quarter of that per part: a warp holds 16 rows of every 64-row sample tile). 0 when no
 // split's range exceeds two capacities (its buffers compact about twice or less: a sample does
-// not pay). The three constants were chosen on the H200 (bench/RESULTS.md, 2026-12-01): minimum
-// strides 16 / 24 / 32 within 2% of each other, a target of 87% of capacity 3% faster than 100%
-// (fewer compactions) and than 74% (fewer redos at N = 128K).
+// not pay). The three constants were chosen on the H200 (bench/journal/2026-12-01.md, the
+// prefloor): minimum strides 16 / 24 / 32 within 2% of each other, a target of 87% of capacity 3%
+// faster than 100% (fewer compactions) and than 74% (fewer redos at N = 128K).
 inline constexpr int kMinSampleStride = 24;
 inline constexpr int kSampleMinRange = 2;         // in capacities: a shorter split's range takes no sample
 inline constexpr int kSampleTargetPercent = 87;   // cells a sampled floor aims at, in % of capacity

@@ -97,8 +97,9 @@ struct CandidateOutput {
   // The store under the next tile's MMA where a launch compacts often (no sample: 8K keys, few
   // tokens); right after the tile's epilogue where the sampled floor keeps compactions rare, since
   // the deferred tile's cells then cost registers the sampled loop does not have (spills). H200,
-  // T = 4096, H = 64 / 32 (bench/RESULTS.md, fifteenth session): 128K 10.71 -> 10.49 / 6.97 -> 6.34
-  // ms without deferring; 8K, H = 64 0.98 -> 1.07 and T = 64, 64K 0.32 -> 0.36 with it off.
+  // T = 4096, H = 64 / 32 (bench/journal/2026-12-04.md, fifteenth session): 128K 10.71 -> 10.49 /
+  // 6.97 -> 6.34 ms without deferring; 8K, H = 64 0.98 -> 1.07 and T = 64, 64K 0.32 -> 0.36 with it
+  // off.
   static constexpr bool kDeferStore = !kSampled;
   static constexpr bool kSamples = kSampled;
   static constexpr bool kEarlyDependents = false;  // the select kernel reads the buffers: no early start

@@ -21,7 +21,7 @@ Status launch_candidate_scorer_dim(const IndexerParams& scores, const CandidateB
   tuning.shape = detail::indexer::QResidentShape::kAuto;  // one token block per consumer
   tuning.key_splits = buffers.splits;
   // The MMA rotation only with a sample: without one a compacting warpgroup holds its partner's
-  // turn through each of its many compactions (bench/RESULTS.md, 2026-12-01, the prefloor).
+  // turn through each of its many compactions (bench/journal/2026-12-01.md, the prefloor).
   tuning.ping_pong = args.sample_stride > 0;
   if (args.sample_stride == 0) return detail::indexer::run_q_resident_dim<kDim, CandidateOutput<false>>(scores, tuning, args);
   FP8DSA_RETURN_IF_ERROR((detail::indexer::run_q_resident_dim<kDim, CandidateOutput<true>>(scores, tuning, args)));

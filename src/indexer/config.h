@@ -29,7 +29,8 @@ static_assert(kLinearTerms + kMaxScorerConsumers <= 16, "sm_90 has 16 named barr
 // gets kLinRows more rows, kLinTermsPerToken e4m3 terms of the token's q~ = sum_h w[h] q[h],
 // scored by one more m64 x kLinRows wgmma per k-step; the second half is one FFMA per
 // accumulator (|x| is an operand modifier) where relu then w took two instructions. H200, same
-// run: T = 4096, N = 32K / 64K / 128K 14% / 16% / 9% faster, 8K within 1% (bench/RESULTS.md).
+// run: T = 4096, N = 32K / 64K / 128K 14% / 16% / 9% faster, 8K within 1%
+// (bench/journal/2026-12-02.md, eighth session).
 template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_>
 struct QResidentConfig {
   static constexpr int kHeads = kHeads_;
@@ -47,7 +48,8 @@ struct QResidentConfig {
   static_assert(kDim == 64 || kDim == 128, "D in {64, 128}: one swizzle atom per row");
   static_assert(hopper::swizzle_width_bytes(kSwizzle) == kDim, "a row is exactly one swizzle atom");
   // H = 64 only: at H = 32 the same split ran 17% slower at N = 8K and within 3% at 32K-128K
-  // (bench/RESULTS.md): its 8 tokens per B block pay 3 extra columns a token for half the heads.
+  // (bench/journal/2026-12-02.md, eighth session): its 8 tokens per B block pay 3 extra columns a
+  // token for half the heads.
   static constexpr bool kLinearSplit = kHeads == 64 && kShareTiles;
   static constexpr int kLinTermsPerToken = 4;
   static constexpr int kLinRowsPerToken = 4;  // the terms (and zero rows up to 4)

@@ -19,9 +19,10 @@ namespace {
 // registers = 64512 of an SM's 65536, ~135 KB of shared memory) there is room for exactly one, so
 // the fill runs on every SM while the scorer's last wave does, not after it; the other CTAs of the
 // grid (4 an SM) take SMs as the scorer's CTAs leave them. H200, T = 4096 causal, same binary
-// (bench/RESULTS.md, tenth session): the fill adds 2.7 / 3.1 us to the scorer at N = 8K, H = 64 /
-// 32, against 13 us run after it; alone it takes 13 us (one CTA an SM: 18 us). Plain stores: bulk
-// copies of a shared -inf tile share the TMA unit with the scorer's K loads and ran slower beside it.
+// (bench/journal/2026-12-02.md, tenth session): the fill adds 2.7 / 3.1 us to the scorer at N = 8K,
+// H = 64 / 32, against 13 us run after it; alone it takes 13 us (one CTA an SM: 18 us). Plain
+// stores: bulk copies of a shared -inf tile share the TMA unit with the scorer's K loads and ran
+// slower beside it.
 constexpr int kThreads = 32;
 
 // -inf into row[lo, hi): scalar cells up to the first 16-byte boundary, float4 stores, scalar tail

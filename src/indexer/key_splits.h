@@ -13,9 +13,9 @@ namespace fp8dsa::detail::indexer {
 // Key splits when the token blocks alone cannot fill the machine: none once there are three token
 // blocks an SM (each CTA's setup, its Q load and the split epilogue's q~, is paid once a block);
 // otherwise aim for about four CTAs per SM in total, keeping at least 8 key tiles per CTA so that a
-// split still amortises its Q load. H200, T = 4096 causal (bench/RESULTS.md, eighth session):
-// H = 64 (512 blocks, 3.9 an SM) one split against two 8.3% / 4% / 1.8% / 0.8% faster at N = 8K /
-// 16K / 32K / 64K, within 1% at 128K; H = 32 (256 blocks) keeps 3.
+// split still amortises its Q load. H200, T = 4096 causal (bench/journal/2026-12-02.md, eighth
+// session): H = 64 (512 blocks, 3.9 an SM) one split against two 8.3% / 4% / 1.8% / 0.8% faster at
+// N = 8K / 16K / 32K / 64K, within 1% at 128K; H = 32 (256 blocks) keeps 3.
 //
 // The wide scorer runs one CTA an SM, so the grid runs in waves of `sms` CTAs: within two splits of
 // that aim, the count whose waves are fuller by more than 1% (the aim on a tie). T = 512 at H = 64
@@ -44,7 +44,7 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // of that wave (the last ones, the shortest under a causal guard) are cut into tail_splits parts,
 // chosen so that their parts fill whole waves best, a part costing its tiles plus a CTA's fixed
 // cost (taken as 7 tiles at H = 64 and 3 at H <= 32, a little under the 8 and 4 that
-// `fp8dsa_indexer_timing overhead` measures: bench/RESULTS.md, twenty-first session).
+// `fp8dsa_indexer_timing overhead` measures: bench/journal/2026-12-04.md, twenty-first session).
 // The block length is taken as N's tiles (an upper bound; under a causal guard the tail blocks are
 // the shortest). A cut must save 2% of the tail's time by this estimate; with fill_masked also
 // kFillTiles: the uncut grid's idle SMs run the fill beside the scorer, while after a cut it runs

@@ -13,8 +13,9 @@
 // Numerics: where relu cuts a head, the exact halves cancel, but the tensor cores' error in that
 // head's x (its e4m3 accumulation keeps about 13 bits) no longer does: the error is relative to
 // sum_h |w x| over every head, not over the heads relu keeps. On random inputs that stays below
-// 5e-4 of max |logit| (DeepGEMM's inputs, bench/RESULTS.md; SPEC 6 allows 1e-3); where relu cuts 7
-// heads in 8 and w spans six decades it reaches 2.3e-3 (tests/indexer: SplitEpilogueWhereRelu...).
+// 5e-4 of max |logit| (DeepGEMM's inputs, bench/journal/2026-12-02.md, eighth session; SPEC 6
+// allows 1e-3); where relu cuts 7 heads in 8 and w spans six decades it reaches 2.3e-3
+// (tests/indexer: SplitEpilogueWhereRelu...).
 // The fourth term changed neither figure: the terms' truncation is not what errs. A NaN in q or w
 // gives NaN for the token's cells (relu(NaN) is no longer read as 0).
 #pragma once

@@ -86,7 +86,8 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   }
 #if defined(FP8DSA_TUNING)
   if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {
-    // Alternatives kept for the timing driver's comparison (measured slower: bench/RESULTS.md).
+    // Alternatives kept for the timing driver's comparison (measured slower:
+    // bench/journal/2026-11-29.md, the indexer's scorer variants).
     if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
     if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
   }

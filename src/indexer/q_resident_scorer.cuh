@@ -346,8 +346,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // The MMA-only timing exit (bench/tuning/indexer_timing.cu; a default build refuses mma_only,
     // so there it is never taken). At H = 32 the default build keeps it for its schedule: the
     // branch bounds ptxas's scheduling region, so the cells' bound compares stay after the stage
-    // release instead of under the MMA wait. H200, same run (bench/RESULTS.md): 4-9% faster at
-    // H = 32; at H = 64 the same branch costs 4-5%, so there it is tuning-only.
+    // release instead of under the MMA wait. H200, same run (bench/journal/2026-12-02.md, ninth
+    // session): 4-9% faster at H = 32; at H = 64 the same branch costs 4-5%, so there it is
+    // tuning-only.
     if constexpr (kMmaOnlyExit) {
       if (args.mma_only) return;
     }

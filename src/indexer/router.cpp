@@ -1,9 +1,10 @@
-// indexer_route: which scorer kAuto runs for a shape, from the measured grid in bench/RESULTS.md
-// ("Indexer router grid": Q-resident vs K-resident, T in {1 .. 16384} x N in {4K, 32K, 128K} x
-// H in {8, 32, 64}, D = 128, H200). The K-resident scorer wins only while the token count is
-// small: its grid spreads over N / 64 key tiles whatever T is, while the Q-resident grid has too
-// few token blocks and too much fixed cost (Q block load, pipeline fill) per key tile there. Past
-// the crossover the Q-resident scorer is 2-4x faster and the gap grows with T.
+// indexer_route: which scorer kAuto runs for a shape, from the measured grid in
+// bench/journal/2026-11-29.md ("the router grid": Q-resident vs K-resident, T in {1 .. 16384} x
+// N in {4K, 32K, 128K} x H in {8, 32, 64}, D = 128, H200). The K-resident scorer wins only while
+// the token count is small: its grid spreads over N / 64 key tiles whatever T is, while the
+// Q-resident grid has too few token blocks and too much fixed cost (Q block load, pipeline fill)
+// per key tile there. Past the crossover the Q-resident scorer is 2-4x faster and the gap grows
+// with T.
 #include <cstdint>
 
 #include "fp8dsa/indexer.h"

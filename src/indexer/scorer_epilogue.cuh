@@ -53,8 +53,8 @@ struct ScoreEpilogue {
   // At H = 64 a token's 16 slots are loaded under one test of the token (slots s of token s / 16):
   // with a test a slot, the 64 loads ran one after another at the start of every CTA (ncu source
   // counters: 12% of the warp stalls at N = 1024), and the scorer at T = 4096, N = 8K ran 4% slower. At
-  // H <= 32 the per-token grouping measured 2-5% slower (bench/RESULTS.md, twenty-first session),
-  // so the slot-wise loads stay there.
+  // H <= 32 the per-token grouping measured 2-5% slower (bench/journal/2026-12-04.md, twenty-first
+  // session), so the slot-wise loads stay there.
   __device__ __forceinline__ static void load_weights(float (&w_reg)[kWeightRegs], const float* w,
                                                       int64_t w_stride, int64_t first_token,
                                                       int64_t num_tokens, int lane) {

@@ -110,9 +110,9 @@ __device__ __forceinline__ void fill_ring_stage(const KernelArgs& p, uint32_t ri
 // tile's indices are loaded while the previous tile's copies are issued (so that a stage already
 // free does not wait for them) and its rows copied with RowCopy::kImmediate: 1.3-2% faster than
 // loading them just before the stage's wait with RowCopy::kPerAtom (either half alone: 0.7% or less;
-// H200, bench/RESULTS.md, 2026-12-02). Positions past `length` are invalid keys: their rows are
-// zero-filled. (The small-head kernel gathers two tokens and has its own producer; there the
-// immediate copies were 7% slower.)
+// H200, bench/journal/2026-12-02.md, sparse MLA v3 step 3). Positions past `length` are invalid
+// keys: their rows are zero-filled. (The small-head kernel gathers two tokens and has its own
+// producer; there the immediate copies were 7% slower.)
 template <int kQRows, uint32_t kQOffset, uint32_t kKOffset, int kNumKStages>
 __device__ __forceinline__ void produce_tiles(const KernelArgs& p, uint32_t smem, uint64_t* full, uint64_t* empty,
                                               uint64_t* q_full, int64_t token, const uint8_t* q, int q_rows,

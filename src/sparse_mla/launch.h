@@ -19,7 +19,8 @@ namespace fp8dsa::detail::sparse_mla {
 // k-steps, the first of them issued under the previous tile's softmax (config.h: SeesawQkPlan); on
 // the H200 it runs 1.3% faster than 5 chains of 4 k-steps (128 elements) with 1.3x their lse error,
 // which is 0.15x of SPEC 6's bound against the rounding of the inputs; 3 chains of 6 are 0.7%
-// faster still with 2.1x (bench/RESULTS.md). The other counts are built only with FP8DSA_TUNING.
+// faster still with 2.1x (bench/journal/2026-12-01.md, sparse MLA v3 step 2). The other counts are
+// built only with FP8DSA_TUNING.
 constexpr int kDefaultQkChains = 4;
 // The transposed small-head kernel's own count (not a tuning choice).
 constexpr int kSmallHeadsQkChains = 9;
@@ -36,7 +37,8 @@ constexpr bool is_instantiated_qk_chains(int qk_chains) {
 
 // How h < 64 runs: the transposed-orientation kernel (keys as the MMA rows, heads as its N:
 // small_heads_kernel.cuh, built for h in {8, 16}), or the 64-head kernel with its rows past h zero.
-// kDefault takes the faster one as measured on the H200 (bench/RESULTS.md).
+// kDefault takes the faster one as measured on the H200 (bench/journal/2026-11-29.md, h = 32
+// transposed).
 enum class SmallHeads { kDefault, kTransposed, kPadded };
 constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || num_heads == 16; }
 // Measured faster than the padded 64-head kernel wherever it exists.

@@ -5,12 +5,12 @@
 // lists into parts that run side by side (their results merged by lse, lse_merge.h), when its cost
 // model says that is faster, and only behind at most kMaxWholeWavesBeforeTail full waves.
 //
-// Measured on the H200 (bench/RESULTS.md, fp8dsa_sparse_mla_timing tail): with a few waves the split
-// pays (h = 128: T = 1 2.8x, T = 16 1.9x, T = 140 1.19x; h = 64: 2.7x, 2.3x, 1.36x). Behind many
-// waves it does not (T = 4096: 2.6% slower at h = 128, 0.3% at h = 64; T = 1000, h = 64: 7.5%
-// slower): the CTAs of a long grid no longer end together, so the whole last wave already overlaps
-// the previous ones, while the split waits for the whole grid before its parts start and adds the
-// merge.
+// Measured on the H200 (bench/journal/2026-12-02.md, third session; fp8dsa_sparse_mla_timing
+// tail): with a few waves the split pays (h = 128: T = 1 2.8x, T = 16 1.9x, T = 140 1.19x; h = 64:
+// 2.7x, 2.3x, 1.36x). Behind many waves it does not (T = 4096: 2.6% slower at h = 128, 0.3% at
+// h = 64; T = 1000, h = 64: 7.5% slower): the CTAs of a long grid no longer end together, so the
+// whole last wave already overlaps the previous ones, while the split waits for the whole grid
+// before its parts start and adds the merge.
 #pragma once
 
 #include <cstdint>

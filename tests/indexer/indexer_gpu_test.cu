@@ -365,7 +365,8 @@ TEST(IndexerFastGpu, AdvancedDescriptorsEqualRebuiltOnes) {
   }
 }
 
-// The measured table (bench/RESULTS.md): K-resident for few tokens, Q-resident for prefill.
+// The measured table (bench/journal/2026-11-29.md, the router grid): K-resident for few tokens,
+// Q-resident for prefill.
 TEST(IndexerFastGpu, RouterFollowsTheMeasuredTable) {
   IndexerParams p;
   auto route = [&](int64_t t, int64_t n, int h) {

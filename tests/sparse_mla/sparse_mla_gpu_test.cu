@@ -65,7 +65,7 @@ void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
 // significant bits, those of bf16 itself; v32_config.h): its scores then err against the f64
 // reference by a few times SPEC 6's lse / max_logits bound, as those of the engines' path do
 // (dequantise to bf16 + FlashMLA BF16: worst error / bound 4.5-6.2 on the bench's V3.2 inputs, ours
-// 3.4-5.9; bench/RESULTS.md). out keeps SPEC 6's bounds.
+// 3.4-5.9; bench/journal/2026-12-01.md, the 656-byte rows). out keeps SPEC 6's bounds.
 constexpr double kV32ScoreBoundFactor = 8.0;
 
 bool meets_accuracy(const MlaCase& c, const tools::SparseMlaCheck& check) {

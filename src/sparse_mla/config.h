@@ -71,8 +71,9 @@ struct SeesawConfig : MlaShape {
   static constexpr int kMathRegs = 232;
   // One exponential in 3 on the FMA pipe (online_softmax.cuh: fma_exp2), the rest on MUFU.EX2.
   // H200, both in one binary (two builds): 0.6-2.3% faster than one in 4 at h = 128, 1.2-2.6% at
-  // h = 64; more of them, or 10 others (r % 3 == 0 or 1), slower (bench/RESULTS.md, fifth session);
-  // one in 4 was 1.4% faster than all on MUFU, one in 8 0.6%; one in 2 6% slower (issue-bound).
+  // h = 64; more of them, or 10 others (r % 3 == 0 or 1), slower (bench/journal/2026-12-02.md,
+  // fifth session); one in 4 was 1.4% faster than all on MUFU, one in 8 0.6%; one in 2 6% slower
+  // (issue-bound).
   static constexpr int kFmaExpEvery = 3;
 
   static constexpr uint32_t kQBytes = kHeads * kDqk;
@@ -133,7 +134,8 @@ enum SeesawBarrier : uint32_t {
 // scores S^T = K Q^T (m64nhk32), builds V^T's A fragments from its tile in registers
 // (value_layout.h), runs the token's online softmax and O^T[512][h] += V^T P^T, and writes the
 // token's output itself. (One token a CTA, its tiles shared by the two consumers and merged at the
-// end, paid a CTA's fixed cost, about 6 us, per token: bench/RESULTS.md, fourteenth session.)
+// end, paid a CTA's fixed cost, about 6 us, per token: bench/journal/2026-12-04.md, fourteenth
+// session.)
 template <int kH>
 struct SmallHeadsConfig : MlaShape {
   static_assert(kH == 8 || kH == 16, "the transposed kernel takes h in {8, 16}");
@@ -142,9 +144,9 @@ struct SmallHeadsConfig : MlaShape {
   static constexpr int kColumns = kH / 4;  // distinct heads (columns) a thread holds
   static constexpr int kDvBlocks = kDv / 64;  // O^T is 8 m64 blocks
   // With one token a CTA, 5 stages timed as 3 did (h = 16, H200: 1.069 / 1.077 ms against 1.045 /
-  // 1.093, bench/RESULTS.md, tenth session). Two tokens a CTA with the producer's indices a tile
-  // ahead: 4 stages 0.989 ms at h = 16 against 1.03 with 3 and 1.003-1.010 with 5; h = 8 0.844 /
-  // 0.840 / 0.835 (fourteenth session).
+  // 1.093, bench/journal/2026-12-02.md, tenth session). Two tokens a CTA with the producer's
+  // indices a tile ahead: 4 stages 0.989 ms at h = 16 against 1.03 with 3 and 1.003-1.010 with 5;
+  // h = 8 0.844 / 0.840 / 0.835 (bench/journal/2026-12-04.md, fourteenth session).
   static constexpr int kNumKStages = 4;
   static constexpr int kThreads = 384;
   static constexpr int kEntryRegs = 65536 / kThreads / 8 * 8;

@@ -10,10 +10,11 @@
 //   rescale factors -> barrier: both P slots written -> O^T *= the factors (every pair, whatever the
 //   data) -> the four P.V k-steps of tiles a and b (V^T fragments loaded while the previous k-step
 //   runs) -> the other QK^T chains of tile t + 2 -> every wgmma complete at the loop edge.
-// Measured on the H200 (bench/RESULTS.md) against variants of this order: issuing the lead chain
-// after P.V instead runs within +-1% (and spilled 20 bytes); fewer, longer chains gain ~1.5% a chain
-// at some lse accuracy; rescaling O^T before the exponentials rather than after the barrier did not
-// gain, and each group adding its own tile first behind a barrier of its own lost 2-3%.
+// Measured on the H200 (bench/journal/2026-12-01.md, sparse MLA v3 step 2) against variants of this
+// order: issuing the lead chain after P.V instead runs within +-1% (and spilled 20 bytes); fewer,
+// longer chains gain ~1.5% a chain at some lse accuracy; rescaling O^T before the exponentials
+// rather than after the barrier did not gain, and each group adding its own tile first behind a
+// barrier of its own lost 2-3%.
 #pragma once
 
 #include <cmath>

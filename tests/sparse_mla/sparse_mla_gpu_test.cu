@@ -2,8 +2,8 @@
 // launch_sparse_mla_fp8) against the f64 CPU reference on the SPEC 8 shapes and edge cases (invalid
 // indices, all-invalid tokens, topk_length, sinks, strides, scales, duplicate keys) and on realistic
 // scores, on poisoned outputs with every-element-written checks and bitwise reruns; SPEC 8's large
-// cases on sampled tokens; argument errors. SparseMlaFp8V32: the same from DeepSeek-V3.2's 656-byte
-// rows with bf16 q, and row offsets past 2^31 bytes.
+// cases on sampled tokens; argument errors; keys split over parts merged by lse (both row formats).
+// DeepSeek-V3.2's 656-byte rows: v32_gpu_test.cu; the shared runner: fp8_run.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +26,7 @@
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/lse_merge.h"
 #include "fp8dsa/sparse_mla.h"
+#include "fp8_run.h"
 #include "mla_problem.h"
 #include "sparse_mla/launch.h"
 #include "sparse_mla/reference_cpu.h"
@@ -37,92 +38,12 @@ using mla_test::kDqk;
 using mla_test::kDv;
 using mla_test::MlaCase;
 using mla_test::MlaProblem;
-
-// Runs `launch` (default: sparse_mla_prefill of the problem) twice on poisoned outputs (bitwise
-// equal), checks coverage and returns the outputs.
-void run_and_check_coverage(MlaProblem& pr, std::vector<uint16_t>* out, std::vector<float>* lse,
-                            std::vector<float>* max_logits, std::function<Status()> launch = nullptr) {
-  if (!launch) launch = [&] { return sparse_mla_prefill(pr.device); };
-  ASSERT_TRUE(testing::reruns_bitwise_equal(launch, mla_test::rerun_outputs(pr)));
-  *out = pr.d_out.download();
-  *lse = pr.d_lse.download();
-  *max_logits = pr.d_max_logits.download();
-  const auto owned = mla_test::out_cells(pr.host);
-  const auto everything = [](size_t) { return true; };
-  EXPECT_TRUE(testing::all_written(*out, owned, "out"));
-  EXPECT_TRUE(testing::untouched_outside(*out, owned, "out"));
-  EXPECT_TRUE(testing::all_written(*lse, everything, "lse"));
-  EXPECT_TRUE(testing::all_written(*max_logits, everything, "max_logits"));
-}
-
-void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
-  std::printf("  [%s] rel L2 %.3e cosine %.6f max lse err %.2e max max_logits err %.2e worst err/limit %.2f\n",
-              what.c_str(), check.rel_l2, check.cosine, check.max_lse_error, check.max_max_logits_error,
-              check.worst_bound_ratio);
-}
-
-// DeepSeek-V3.2 rows come with bf16 q, which the kernel quantises to e4m3 (two terms: ~8
-// significant bits, those of bf16 itself; v32_config.h): its scores then err against the f64
-// reference by a few times SPEC 6's lse / max_logits bound, as those of the engines' path do
-// (dequantise to bf16 + FlashMLA BF16: worst error / bound 4.5-6.2 on the bench's V3.2 inputs, ours
-// 3.4-5.9; bench/journal/2026-12-01.md, the 656-byte rows). out keeps SPEC 6's bounds.
-constexpr double kV32ScoreBoundFactor = 8.0;
-
-bool meets_accuracy(const MlaCase& c, const tools::SparseMlaCheck& check) {
-  if (c.kv_format != KvFormat::kDeepSeekV32) return check.passed;
-  return check.rel_l2 <= 2.5e-2 && check.cosine >= 0.999 && check.convention_mismatches == 0 &&
-         check.non_finite_out == 0 && check.worst_bound_ratio <= kV32ScoreBoundFactor;
-}
-
-// The f64 references of pr's tokens t % every == 0: on its inputs (Rq) and, where the problem keeps
-// them, on its values before rounding (R0).
-Status build_reference(const MlaProblem& pr, int64_t every, tools::SampledMlaReference* ref) {
-  if (pr.q_unrounded.empty()) return ref->build(pr.host, every);
-  return ref->build(pr.host, every, pr.q_unrounded.data(), pr.host.resolved().q_token_stride * every,
-                    pr.kv_unrounded.data());
-}
-
-struct AccuracyVerdict {
-  bool passed = false;
-  std::string description;
-};
-
-// SPEC 6 for one run: against the rounding of the inputs where the problem keeps its unrounded
-// values (the realistic e4m3 inputs), else the absolute bound (meets_accuracy). Prints the numbers.
-AccuracyVerdict judge_accuracy(const MlaCase& c, const MlaProblem& pr, const tools::SampledMlaReference& ref,
-                               const std::vector<uint16_t>& out, const std::vector<float>& lse,
-                               const std::vector<float>& max_logits, const std::string& label) {
-  const tools::SparseMlaCheck check = ref.check(out.data(), lse.data(), max_logits.data());
-  const std::string what = label + (pr.workload.empty() ? "" : ", " + pr.workload);
-  if (pr.q_unrounded.empty()) {
-    print_check(what, check);
-    return {meets_accuracy(c, check), check.description};
-  }
-  const tools::RoundingCheck rc = ref.check_against_rounding(out.data(), lse.data(), max_logits.data());
-  std::printf("  [%s] out err %.3fx the rounding's (rel L2 %.3e, rounding %.3e) cosine %.6f, lse err %.2e "
-              "(limit %.2e), max_logits err %.2e (limit %.2e)%s\n",
-              what.c_str(), rc.out_error_ratio, rc.kernel.rel_l2, rc.rounding_rel_l2, rc.kernel.cosine,
-              rc.kernel.max_lse_error, rc.lse_limit, rc.kernel.max_max_logits_error, rc.max_logits_limit,
-              rc.passed ? "" : " (fails its bound)");
-  return {rc.passed, rc.description};
-}
-
-void run_case(const MlaCase& c, uint64_t seed) {
-  SCOPED_TRACE(c.name());
-  MlaProblem pr;
-  mla_test::make_problem(c, seed, &pr);
-  std::vector<uint16_t> out;
-  std::vector<float> lse, max_logits;
-  run_and_check_coverage(pr, &out, &lse, &max_logits);
-  if (::testing::Test::HasFatalFailure()) return;
-  tools::SampledMlaReference ref;  // every token
-  FP8DSA_ASSERT_STATUS_OK(build_reference(pr, 1, &ref));
-  const AccuracyVerdict verdict = judge_accuracy(c, pr, ref, out, lse, max_logits, c.name());
-  EXPECT_TRUE(verdict.passed) << verdict.description;
-  if (c.num_tokens > 1) {
-    EXPECT_GE(ref.check(out.data(), lse.data(), max_logits.data()).empty_rows, c.num_heads);  // the all-invalid token
-  }
-}
+using mla_test::AccuracyVerdict;
+using mla_test::build_reference;
+using mla_test::judge_accuracy;
+using mla_test::run_and_check_coverage;
+using mla_test::run_case;
+using mla_test::run_large;
 
 TEST(SparseMlaFp8, SpecShapesH64) {
   FP8DSA_SKIP_WITHOUT_GPU();
@@ -287,38 +208,6 @@ TEST(SparseMlaFp8, RealisticScoresSmall) {
   }
 }
 
-std::string tuning_label(const detail::sparse_mla::Fp8Tuning& tuning) {
-  return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
-         (tuning.tail_parts != 0 ? " tail_parts=" + std::to_string(tuning.tail_parts) : std::string()) +
-         (tuning.small_heads == detail::sparse_mla::SmallHeads::kTransposed ? " transposed"
-          : tuning.small_heads == detail::sparse_mla::SmallHeads::kPadded   ? " padded"
-                                                                     : "");
-}
-
-// One problem through launch_sparse_mla_fp8 with each tuning (poisoned outputs, bitwise rerun, every
-// element written), every `every`-th token against the f64 reference (computed once) under SPEC 6,
-// required of the tunings with the default chain count and printed for all.
-void run_large(const MlaCase& c, uint64_t seed, int64_t every,
-               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings = {{}}) {
-  MlaProblem pr;
-  mla_test::make_problem(c, seed, &pr);
-  tools::SampledMlaReference ref;
-  FP8DSA_ASSERT_STATUS_OK(build_reference(pr, every, &ref));
-  for (const detail::sparse_mla::Fp8Tuning& tuning : tunings) {
-    const std::string label = c.name() + " " + tuning_label(tuning);
-    SCOPED_TRACE(label);
-    std::vector<uint16_t> out;
-    std::vector<float> lse, max_logits;
-    run_and_check_coverage(pr, &out, &lse, &max_logits,
-                           [&] { return detail::sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
-    if (::testing::Test::HasFatalFailure()) return;
-    const AccuracyVerdict verdict = judge_accuracy(c, pr, ref, out, lse, max_logits, label);
-    if (tuning.qk_chains == detail::sparse_mla::kDefaultQkChains && tuning.v32_q_terms == detail::sparse_mla::kDefaultV32QTerms) {
-      EXPECT_TRUE(verdict.passed) << verdict.description;
-    }
-  }
-}
-
 // SPEC 8's large case, T = 4096, N = 65536, topk = 2048, on realistic scores and on the uniform data
 // of the earlier tests, every 16th token against the f64 reference.
 TEST(SparseMlaFp8, LargeH128) {
@@ -399,125 +288,6 @@ TEST(SparseMlaFp8, AccuracyAgainstRounding) {
       run_large(c, 175000 + h + static_cast<uint64_t>(score_std), 4, tunings);
     }
   }
-}
-
-// DeepSeek-V3.2's 656-byte rows with bf16 q (the V3.2-row kernel, v32_kernel.cuh): the same cases.
-MlaCase v32(MlaCase c) {
-  c.kv_format = KvFormat::kDeepSeekV32;
-  return c;
-}
-
-TEST(SparseMlaFp8V32, SpecShapes) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  const std::vector<MlaCase> cases = {
-      v32({128, 128, 64, 62}),
-      v32({256, 256, 128, 62, true, false, true}),
-      v32({592, 128, 64, 213, false, true}),
-      v32({1840, 256, 128, 62, true, true, false}),
-      v32({1521, 512, 64, 62, false, false, true}),
-      v32({95, 128, 128, 1, true, true}),
-      v32({153, 256, 64, 62, true, true, true}),
-      v32({32, 2048, 128, 4, false, true, false, 0.5f, 2.0f}),
-      v32({64, 8192, 64, 1}),
-      v32({700, 256, 32, 30, true, true, true}),
-      v32({700, 256, 16, 30, true, true, false}),
-      v32({1500, 512, 8, 17, true, true, true}),
-  };
-  uint64_t seed = 190000;
-  for (const MlaCase& c : cases) run_case(c, seed += 10);
-}
-
-TEST(SparseMlaFp8V32, HardNumerics) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  MlaCase peaked = v32({4000, 1024, 64, 16, false, true});
-  peaked.q_range = 3.0f;
-  peaked.sm_scale = 0.09f;
-  run_case(peaked, 191000);
-  MlaCase duplicates = v32({300, 512, 128, 16, true});
-  duplicates.distinct = false;
-  run_case(duplicates, 191010);
-  MlaCase mostly_invalid = v32({5000, 640, 64, 24, false, true, true});
-  mostly_invalid.invalid_fraction = 0.9;
-  run_case(mostly_invalid, 191020);
-  MlaCase scaled = v32({2000, 384, 128, 16});
-  scaled.q_scale = 0.03125f;
-  scaled.kv_scale = 8.0f;
-  scaled.sm_scale = 0.5f;
-  run_case(scaled, 191030);
-  run_case(v32({0, 128, 64, 5, true, true}), 191040);  // N = 0: every index is invalid
-}
-
-TEST(SparseMlaFp8V32, RealisticScores) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  uint64_t seed = 192000;
-  for (int h : {128, 64, 16}) {
-    for (double score_std : {1.0, 3.0, 10.0}) {
-      MlaCase c = v32({4096, 512, h, 40, h == 64, h == 128, h == 16});
-      c.score_std = score_std;
-      run_case(c, seed += 10);
-    }
-  }
-}
-
-TEST(SparseMlaFp8V32, LargeH128) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  MlaCase c = v32({65536, 2048, 128, 4096, true, true});
-  c.score_std = 3.0;
-  run_large(c, 193000, 16);
-  c.score_std = 10.0;
-  run_large(c, 193010, 16);
-}
-
-// SPEC 6 against the rounding of the inputs for DeepSeek-V3.2 rows (issue 22, deliverable 1): bf16 q
-// and rows quantised per 128-column block from continuous values, on flat and peaked realistic
-// scores and on random values whose scores do not follow the selection order, T = 512 over N = 32K,
-// every 4th token against both f64 references.
-TEST(SparseMlaFp8V32, AccuracyAgainstRounding) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  for (int h : {128, 64}) {
-    for (const auto& [values, score_std] : {std::pair{tools::MlaValues::kRealistic, 3.0},
-                                            std::pair{tools::MlaValues::kRealistic, 10.0},
-                                            std::pair{tools::MlaValues::kRandom, 3.5}}) {
-      MlaCase c = v32({32768, 2048, h, 512});
-      c.score_std = score_std;
-      c.values = values;
-      c.v32_against_rounding = true;
-      run_large(c, 196000 + h + static_cast<uint64_t>(score_std), 4);
-    }
-  }
-}
-
-// bf16 q as one or two e4m3 terms, on flat and peaked realistic scores: prints both, requires the
-// default's bound.
-TEST(SparseMlaFp8V32, QTermsAccuracy) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  for (double score_std : {1.0, 3.0, 10.0}) {
-    MlaCase c = v32({16384, 2048, 128, 256});
-    c.score_std = score_std;
-    detail::sparse_mla::Fp8Tuning one, two;
-    one.v32_q_terms = 1;
-    two.v32_q_terms = 2;
-    run_large(c, 195000 + static_cast<uint64_t>(score_std), 1, {one, two});
-  }
-}
-
-// Row offsets past 2^31 bytes: the selected rows are the last ones of a 2.2 GB pool, and the
-// results equal those of the same rows in a pool of their own, bitwise.
-TEST(SparseMlaFp8V32, RowOffsetsPast2GiB) {
-  FP8DSA_SKIP_WITHOUT_GPU();
-  constexpr int64_t kPoolRows = 3400000, kRows = 4096;
-  static_assert((kPoolRows - kRows) * kV32RowBytes > (int64_t{1} << 31), "the selected rows start past 2^31 bytes");
-  MlaProblem pr;
-  mla_test::make_problem(v32({kRows, 512, 128, 24, true, true}), 194000, &pr);
-  std::vector<uint16_t> expected_out;
-  std::vector<float> expected_lse, expected_max;
-  run_and_check_coverage(pr, &expected_out, &expected_lse, &expected_max);
-  if (::testing::Test::HasFatalFailure()) return;
-  mla_test::PoolPlacement big;
-  mla_test::place_at_pool_end(pr, kPoolRows, &big);
-  if (::testing::Test::HasFatalFailure()) return;
-  mla_test::expect_same_outputs(pr, [&] { return sparse_mla_prefill(big.device); }, expected_out, expected_lse,
-                                expected_max);
 }
 
 // Context parallel on one GPU: the keys split into R parts (row % R == r), each part through the

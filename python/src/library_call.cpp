@@ -1,7 +1,5 @@
 #include "library_call.h"
 
-#include "core/cuda_check.h"
-
 #include <Python.h>
 
 #include <string>
@@ -39,7 +37,8 @@ DeviceScope::DeviceScope(int device_id) {
     const std::string detail = "cudaSetDevice(" + std::to_string(device_id) + "): " + cudaGetErrorString(err);
     // No usable GPU (none, or no driver that runs this runtime): the library's NoDevice, as C++ and
     // the CLI report it.
-    const bool no_device = counts_as_no_device(err, nvidia_kernel_driver_loaded());
+    const bool no_device = err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
+                           err == cudaErrorInitializationError;
     status_ = no_device ? Status{StatusCode::kNoDevice, "no CUDA device is available (" + detail + ")"}
                         : Status{StatusCode::kCudaError, detail};
     return;

@@ -191,11 +191,7 @@ int parse_args(int argc, char** argv, Options* opt) {
       }
     } else if (starts_with(a, "--ops=", &v)) {
       opt->ops.clear();
-      std::string list = v;
-      size_t pos = 0;
-      while (pos <= list.size()) {
-        const size_t comma = std::min(list.find(',', pos), list.size());
-        const std::string op = list.substr(pos, comma - pos);
+      for (const std::string& op : split_list(v)) {
         bool known = false;
         for (const char* k : kAllOps) known = known || op == k;
         if (!known) {
@@ -203,7 +199,6 @@ int parse_args(int argc, char** argv, Options* opt) {
           return 2;
         }
         opt->ops.push_back(op);
-        pos = comma + 1;
       }
     } else {
       std::fprintf(stderr, "fp8dsa_bench: unknown flag '%s'\n\n", a);

@@ -83,7 +83,8 @@ void select_uniform_keys(const MlaWorkloadSpec& s, int64_t t, int64_t visible, i
   std::fill(row + take, row + s.topk, -1);
 }
 
-// Token t's selection: the min(topk, visible) visible keys of highest |u_j . v_t| + recency bonus.
+// Token t's selection: the min(topk, visible) visible keys of highest |u_j . v_t| + recency bonus
+// (uniform selections: select_uniform_keys).
 void select_keys(const MlaWorkloadSpec& s, const Factors& f, int64_t t, int32_t* row) {
   const int64_t position = s.num_kv - s.num_tokens + t;
   const int64_t visible = position + 1;

@@ -34,7 +34,9 @@ struct TopkParams {
   // Optional page-table transform, applied in the same kernel: with pos = index - pos_base,
   //   out = page_table[seq][pos / page_size] * page_size + pos % page_size,
   // and -1 where the page entry is negative, pos / page_size >= pages_per_seq, or the row's
-  // sequence is negative or (num_seqs > 0) not below num_seqs.
+  // sequence is negative or (num_seqs > 0) not below num_seqs. Without a table, page_size,
+  // row_seq and row_pos_base must be left at 0 / nullptr (a transform that would not happen is
+  // refused).
   const int32_t* page_table = nullptr;  // [num_seqs, page_table_stride]
   int64_t page_table_stride = 0;        // >= pages_per_seq; 0 = pages_per_seq
   // The table's rows: a sequence outside [0, num_seqs) maps every index to -1. 0 = not bounded (the

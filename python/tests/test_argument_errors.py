@@ -282,8 +282,11 @@ class TestScalarsAndSizes:
         wide = dict(indexer, q=np.broadcast_to(indexer["q"][:1], (2**31, 8, 128)))
         with pytest.raises(ValueError, match=r"reference.indexer_logits: logits would be \[T, N\]"):
             fp8dsa.reference.indexer_logits(**dict(wide, weights=np.broadcast_to(indexer["weights"][:1], (2**31, 8))))
-        # page_size is the library's business where there is no table (ignored there).
-        assert fp8dsa.reference.topk(logits, ks, ke, 4, page_size=-1).shape == (2, 4)
+        # page_size without a table would transform nothing: refused, as row_seq is.
+        with pytest.raises(ValueError, match=r"topk: page_size \(-1\) is given but page_table is null"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, page_size=-1)
+        with pytest.raises(ValueError, match=r"topk: page_size \(64\) is given but page_table is null"):
+            fp8dsa.reference.topk(logits, ks, ke, 4, page_size=64)
 
     def test_kernel_names_and_streams(self, mla):
         with pytest.raises(TypeError, match=r"sparse_mla_prefill: kernel must be a string \(given 3\)"):

@@ -50,6 +50,9 @@ Status validate_unguarded(const TopkParams& params) {
     if (p.row_pos_base != nullptr) {
       return invalid_argument("topk: row_pos_base is given but page_table is null");
     }
+    if (p.page_size != 0) {
+      return invalid_argument(concat("topk: page_size (", p.page_size, ") is given but page_table is null"));
+    }
     return Status::ok();
   }
   FP8DSA_RETURN_IF_ERROR(check_range(kOp, "page_size", p.page_size, 1, kMaxExtent));

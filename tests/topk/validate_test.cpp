@@ -169,6 +169,12 @@ TEST(TopkValidate, RejectsRowMapsWithoutPageTable) {
   p = good_params();
   p.row_pos_base = at<const int32_t>(1536);
   expect_rejected(p, StatusCode::kInvalidArgument, "row_pos_base is given but page_table is null");
+  p = good_params();
+  p.page_size = 64;
+  expect_rejected(p, StatusCode::kInvalidArgument, "page_size (64) is given but page_table is null");
+  p = good_params();
+  p.page_size = -1;
+  expect_rejected(p, StatusCode::kInvalidArgument, "page_size (-1) is given but page_table is null");
 }
 
 }  // namespace

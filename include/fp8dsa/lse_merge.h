@@ -8,7 +8,9 @@
 //   max_logits = max_r max_logits_r
 //
 // A part with no valid key for a row (lse_r = +inf, SPEC 4's marker; -inf counts the same) adds
-// nothing; a row no part has a valid key for gives out = 0, lse = +inf, max_logits = -inf.
+// nothing; a row no part has a valid key for gives out = 0, lse = +inf, max_logits = -inf. A part
+// whose lse or max_logits is NaN for a row (a NaN score, fp8dsa/sparse_mla.h) makes that row's
+// outputs NaN.
 #pragma once
 
 #include <cstdint>

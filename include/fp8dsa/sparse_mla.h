@@ -10,11 +10,12 @@
 // A token with no valid key gives out = 0, lse = +inf, max_logits = -inf.
 // With attn_sink: out *= exp(lse) / (exp(lse) + exp(attn_sink[h])); lse, max_logits unchanged.
 //
-// validate() checks every field below but reads no tensor. Data values are the caller's: NaN in q,
-// kv or attn_sink is not detected and makes the outputs of the rows it reaches unspecified (NaN
-// in the CPU reference); so does a score that overflows f32 although the scale product is finite
-// (large scales with large q / kv values): lse and max_logits may then be +inf for a token with
-// valid keys, which reads as the "no valid key" marker.
+// validate() checks every field below but reads no tensor. Data values are the caller's: a NaN in
+// q or in a selected kv row makes that (token, head) row's score NaN, and then its out, lse and
+// max_logits are NaN (every kernel and reference); a NaN attn_sink makes its head's out NaN. A score that overflows f32 although the
+// scale product is finite (large scales with large q / kv values) makes the outputs unspecified:
+// lse and max_logits may then be +inf for a token with valid keys, which reads as the "no valid
+// key" marker.
 #pragma once
 
 #include <cstdint>

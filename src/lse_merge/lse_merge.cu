@@ -58,9 +58,7 @@ __global__ void __launch_bounds__(kThreads) lse_merge_kernel(const LseMergeParam
     if (column == 0) {
       p.lse[row] = lse;
       if (p.max_logits != nullptr) {
-        float m = -INFINITY;
-        for (int r = 0; r < p.num_parts; ++r) m = fmaxf(m, p.max_logits_parts[r * rows + row]);
-        p.max_logits[row] = m;
+        p.max_logits[row] = detail::lse_merge::merged_max_logit(p.max_logits_parts + row, rows, p.num_parts);
       }
     }
   }

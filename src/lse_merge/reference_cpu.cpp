@@ -32,9 +32,7 @@ static Status lse_merge_cpu_unguarded(const LseMergeParams& params) {
     for (int c = 0; c < p.d_v; ++c) o[c] = float_to_bf16(static_cast<float>(acc[c] * factor));
     p.lse[row] = static_cast<float>(lse);
     if (p.max_logits != nullptr) {
-      float m = -INFINITY;
-      for (int r = 0; r < p.num_parts; ++r) m = std::fmax(m, p.max_logits_parts[r * rows + row]);
-      p.max_logits[row] = m;
+      p.max_logits[row] = detail::lse_merge::merged_max_logit(p.max_logits_parts + row, rows, p.num_parts);
     }
   });
   return Status::ok();

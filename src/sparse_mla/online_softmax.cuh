@@ -124,9 +124,11 @@ __device__ __forceinline__ RowResult finish_row(float m_true, float m_ref, float
                                                 float kv_scale) {
   constexpr float kLn2 = 0.6931471805599453f;
   RowResult r;
-  const bool any_valid = sum_f32 > 0.0f;
+  // The sum is 0 exactly when no key was valid, and NaN when a NaN score reached the row: then
+  // lse, max_logits (which fmaxf computed without it) and out are NaN.
+  const bool any_valid = !(sum_f32 == 0.0f);
   r.lse = any_valid ? (m_ref + log2f(sum_f32) - MlaShape::kPBiasLog2) * kLn2 : INFINITY;
-  r.max_logit = any_valid ? m_true * kLn2 : -INFINITY;
+  r.max_logit = any_valid ? (isnan(sum_f32) ? NAN : m_true * kLn2) : -INFINITY;
   const float sink_factor = 1.0f / (1.0f + expf(sink - r.lse));
   r.out_scale = any_valid ? kv_scale * sink_factor / sum_e4m3 : 0.0f;
   return r;

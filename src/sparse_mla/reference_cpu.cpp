@@ -114,12 +114,17 @@ Status compute(const SparseMlaParams& p, Sink&& sink) {
     }
     std::vector<double> s(keys.size());
     double max_s = -kInf, sum_s = 0.0, max_abs = 0.0;
+    bool nan_score = false;
     for (size_t j = 0; j < keys.size(); ++j) {
       s[j] = scale * dot_product(q.data(), selected.row(keys[j], d_qk), d_qk);
+      nan_score = nan_score || std::isnan(s[j]);
       max_s = std::max(max_s, s[j]);
       sum_s += s[j];
       max_abs = std::max(max_abs, std::abs(s[j]));
     }
+    // A NaN score (NaN in q or a selected kv row) makes the row's out, lse and max_logits NaN
+    // (header): std::max would skip it.
+    if (nan_score) max_s = std::numeric_limits<double>::quiet_NaN();
     const double mean_s = sum_s / static_cast<double>(keys.size());
     double var = 0.0;
     for (double x : s) var += (x - mean_s) * (x - mean_s);

@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
     const int32_t* token_indices = p.indices + t * p.indices_stride;
 
     float running_max = -INFINITY, running_sum = 0.0f;
+    bool nan_score = false;  // a NaN score makes the row's out, lse and max_logits NaN (header)
     float acc[kVColsPerThread];
 #pragma unroll
     for (int c = 0; c < kVColsPerThread; ++c) acc[c] = 0.0f;
@@ -114,7 +115,10 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
       // Every thread folds the same scores in the same order, so all agree on max and sum.
       float chunk_max = -INFINITY;
       for (int j = 0; j < kKeysPerChunk; ++j)
-        if (index_smem[j] >= 0) chunk_max = fmaxf(chunk_max, score_smem[j]);
+        if (index_smem[j] >= 0) {
+          nan_score = nan_score || isnan(score_smem[j]);
+          chunk_max = fmaxf(chunk_max, score_smem[j]);
+        }
       if (chunk_max == -INFINITY) continue;
       const float new_max = fmaxf(running_max, chunk_max);
       const float rescale = expf(running_max - new_max);  // 0 on the first valid chunk
@@ -136,6 +140,7 @@ __global__ void __launch_bounds__(kThreads) sparse_mla_reference_kernel(SparseMl
       running_max = new_max;
     }
 
+    if (nan_score) running_max = NAN;  // fmaxf skipped it
     const bool any_valid = running_max != -INFINITY;
     const float lse = any_valid ? running_max + logf(running_sum) : INFINITY;
     float out_scale = 0.0f;

@@ -167,5 +167,36 @@ TEST(LseMergeReference, EmptyPartsSinksAndStrides) {
   }
 }
 
+// A part whose lse or max_logits is NaN for a row (a NaN score) makes the row's outputs NaN; fmax and
+// the finite-lse rule would otherwise drop it. Rows: part 1's lse NaN; part 0's max_logits NaN; a
+// NaN part beside parts with no valid key.
+TEST(LseMergeReference, NanPartMakesTheRowNan) {
+  constexpr int kParts = 2, kRows = 3;
+  const std::vector<uint16_t> outs = tools::random_bf16(kParts * kRows * kDv, 530);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> lse = {1.0f, 1.5f, INFINITY, nan, 2.0f, nan};      // [part][row]
+  const std::vector<float> maxes = {0.5f, nan, -INFINITY, 0.7f, 1.0f, 0.2f};  // [part][row]
+  std::vector<uint16_t> out(kRows * kDv);
+  std::vector<float> merged_lse(kRows), merged_max(kRows);
+  LseMergeParams p;
+  p.num_tokens = 1;
+  p.num_heads = kRows;
+  p.num_parts = kParts;
+  p.out_parts = outs.data();
+  p.lse_parts = lse.data();
+  p.max_logits_parts = maxes.data();
+  p.out = out.data();
+  p.lse = merged_lse.data();
+  p.max_logits = merged_max.data();
+  ASSERT_TRUE(reference::lse_merge_cpu(p).is_ok());
+  EXPECT_TRUE(std::isnan(merged_lse[0]));
+  EXPECT_EQ(merged_max[0], 0.7f);
+  EXPECT_FALSE(std::isnan(merged_lse[1]));
+  EXPECT_TRUE(std::isnan(merged_max[1]));
+  EXPECT_TRUE(std::isnan(merged_lse[2]));
+  for (int row : {0, 2})
+    for (int c = 0; c < kDv; ++c) ASSERT_TRUE(std::isnan(bf16_to_float(out[row * kDv + c]))) << row << ", " << c;
+}
+
 }  // namespace
 }  // namespace fp8dsa::lse_merge_test

@@ -55,6 +55,20 @@ TEST(SparseMlaReference, HandComputedSoftmax) {
   }
 }
 
+// A NaN score (q of token 0, head 3) makes that row's out, lse and max_logits NaN, never the
+// no-valid-key marker; the other rows are unchanged.
+TEST(SparseMlaReference, NanScoreMakesItsRowNan) {
+  Problem pr = hand_problem({{0, 1, 2}, {0, 1, 2}});
+  pr.q[(0 * kHandHeads + 3) * kDqk + 7] = 0x7f;  // e4m3 NaN
+  ASSERT_TRUE(reference::sparse_mla_cpu(pr.params).is_ok());
+  EXPECT_TRUE(std::isnan(pr.lse[3]));
+  EXPECT_TRUE(std::isnan(pr.max_logits[3]));
+  for (int c = 0; c < kDv; ++c) ASSERT_TRUE(std::isnan(pr.out_at(0, 3, c))) << c;
+  for (int64_t t = 0; t < 2; ++t)
+    for (int h = 0; h < kHandHeads; ++h)
+      if (t != 0 || h != 3) expect_row(pr, t, h, 0.5 * 10 / 7, 0.5 * 13 / 7, 0.5 * -3.25 / 7, std::log(7.0), 2 * kL);
+}
+
 TEST(SparseMlaReference, TopkLength) {
   // The same row {0, 1, 2, 3} with topk_length 2 (partial), 0, 64 (full) and 4.
   Problem pr = hand_problem({{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});

@@ -187,6 +187,46 @@ TEST(SparseMlaFp8, SingleKeyHandComputed) {
   }
 }
 
+// A NaN in q reaches every score of its (token, head) row: that row's out, lse and max_logits are
+// NaN (header), in the CPU reference as in each kernel (64-head seesaw at h = 128 and 64, the
+// small-head kernel at 16 and 8), and every other row is finite and as the reference computes it.
+TEST(SparseMlaFp8, NanScoreMakesItsRowNan) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int h : {128, 64, 16, 8}) {
+    SCOPED_TRACE("h=" + std::to_string(h));
+    MlaCase c{512, 256, h, 3};
+    c.invalid_fraction = 0.0;
+    MlaProblem pr;
+    mla_test::make_problem(c, 180000 + h, &pr);
+    const SparseMlaParams& p = pr.host;
+    const int64_t nan_token = 1, nan_head = h / 2 + 1, nan_row = nan_token * h + nan_head;
+    pr.q[nan_token * p.q_token_stride + nan_head * p.q_head_stride + 5] = 0x7f;  // e4m3 NaN
+    FP8DSA_ASSERT_STATUS_OK(pr.d_q.upload(pr.q));
+    FP8DSA_ASSERT_STATUS_OK(sparse_mla_prefill(pr.device));
+    const std::vector<uint16_t> out = pr.d_out.download();
+    const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
+    std::vector<double> ref_out, ref_lse, ref_max;
+    FP8DSA_ASSERT_STATUS_OK(detail::sparse_mla::sparse_mla_cpu_f64(p, &ref_out, &ref_lse, &ref_max));
+    for (int64_t t = 0; t < c.num_tokens; ++t) {
+      for (int64_t head = 0; head < h; ++head) {
+        const int64_t row = t * h + head;
+        const uint16_t* o = out.data() + t * p.out_token_stride + head * p.out_head_stride;
+        if (row == nan_row) {
+          EXPECT_TRUE(std::isnan(ref_lse[row]) && std::isnan(ref_max[row]) && std::isnan(ref_out[row * kDv]));
+          EXPECT_TRUE(std::isnan(lse[row])) << lse[row];
+          EXPECT_TRUE(std::isnan(max_logits[row])) << max_logits[row];
+          for (int d = 0; d < kDv; ++d) ASSERT_TRUE(std::isnan(bf16_to_float(o[d]))) << "d=" << d;
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(ref_lse[row]));
+        EXPECT_NEAR(lse[row], ref_lse[row], 5e-3) << "row " << row;
+        EXPECT_NEAR(max_logits[row], ref_max[row], 5e-3) << "row " << row;
+        for (int d = 0; d < kDv; ++d) ASSERT_TRUE(std::isfinite(bf16_to_float(o[d]))) << "row " << row << " d=" << d;
+      }
+    }
+  }
+}
+
 // Realistic inputs (tools/mla_workload.h): selections in relevance order that overlap between
 // neighbouring tokens, scores with a std across keys of about 1, 3 and 10 (10: peaked, mean max
 // probability ~0.5), against the f64 reference with SPEC 6's bound for each row's spread.

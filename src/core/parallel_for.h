@@ -7,32 +7,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/cancel_poll.h"
+#include "fp8dsa/cpu_time.h"
 
 namespace fp8dsa {
-
-// The environment variable that sets the CPU references' threads, and its value as a thread count:
-// a positive integer, capped at 1024; 0 for anything else (unset, empty, not a whole positive number).
-inline constexpr const char* kCpuThreadsVariable = "FP8DSA_CPU_THREADS";
-inline int64_t cpu_threads_from(const char* value) {
-  if (value == nullptr) return 0;
-  char* end = nullptr;
-  const long long n = std::strtoll(value, &end, 10);
-  return end != value && *end == '\0' && n > 0 ? std::min<long long>(n, 1024) : 0;
-}
-
-// The threads the CPU references use: FP8DSA_CPU_THREADS when it is a positive integer, else
-// std::thread::hardware_concurrency() (at least 1). (The fp8dsa command refuses any other value.)
-inline int64_t cpu_reference_threads() {
-  if (const int64_t n = cpu_threads_from(std::getenv(kCpuThreadsVariable)); n > 0) return n;
-  return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-}
 
 // Calls fn(i) for every i in [begin, end), split into contiguous chunks over up to
 // cpu_reference_threads() threads (fewer when a thread cannot be started). fn must be safe to run

@@ -7,7 +7,7 @@ from . import _arrays, _fp8dsa
 
 # Logit rows are written with 16-byte stores: an allocated logits buffer gets rows of a multiple of
 # 4 floats, and the [T, N] view of it is returned.
-_LOGITS_ROW_ALIGN = 4
+_LOGITS_ROW_ALIGN = _fp8dsa.LOGITS_ROW_ALIGN
 
 _SHAPES = """
     Arrays (T query tokens, H heads, D = 128 or 64, N keys):
@@ -66,8 +66,10 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     _arrays.require_cuda(op, "q", q)
     fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
     kernel = _arrays.text(op, "kernel", kernel)
-    buffer = indexer_logits_buffer(op, q, k, logits)
     view = _arrays.dlpack_view
+    _fp8dsa.indexer_logits_check(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
+                                 kernel)
+    buffer = indexer_logits_buffer(op, q, k, logits)
     with _arrays.cuda_stream(q, stream, (q, k, k_scale, weights, ks, ke)) as handle:
         _fp8dsa.indexer_logits(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
                                view(buffer), fill_masked, kernel, handle)

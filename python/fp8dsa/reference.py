@@ -24,9 +24,10 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     """
     op = "reference.sparse_mla_prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
-    out, max_logits, lse = _sparse_mla.sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink,
-                                                         topk_length, out, max_logits, lse,
-                                                         kv_format)
+    _sparse_mla.sparse_mla_inputs(op, q, kv, indices, d_v, attn_sink, topk_length, kv_format)
+    _fp8dsa.sparse_mla_cpu_check(_view(q), _view(kv), _view(indices), sm_scale, d_v,
+                                 _view(attn_sink), _view(topk_length), q_scale, kv_scale, kv_format)
+    out, max_logits, lse = _sparse_mla.attention_outputs(op, q, d_v, out, max_logits, lse)
     _fp8dsa.sparse_mla_cpu(_view(q), _view(kv), _view(indices), sm_scale, d_v, _view(attn_sink),
                            _view(topk_length), q_scale, kv_scale, _view(out), _view(max_logits),
                            _view(lse), kv_format)
@@ -39,6 +40,8 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True):
     op = "reference.indexer_logits"
     k, k_scale = _indexer.indexer_arrays(op, q, kv, weights, ks, ke)
     fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
+    _fp8dsa.indexer_logits_cpu_check(_view(q), _view(k), _view(k_scale), _view(weights), _view(ks),
+                                     _view(ke))
     buffer = _indexer.indexer_logits_buffer(op, q, k, logits)
     _fp8dsa.indexer_logits_cpu(_view(q), _view(k), _view(k_scale), _view(weights), _view(ks),
                                _view(ke), _view(buffer), fill_masked)
@@ -52,7 +55,10 @@ def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, 
     """
     op = "reference.topk"
     k, sorted, page_size = _topk.topk_scalars(op, k, sorted, page_size)
-    out = _topk.topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out)
+    _topk.topk_inputs(op, logits, ks, ke, page_table, row_seq, row_pos_base)
+    _fp8dsa.topk_cpu_check(_view(logits), _view(ks), _view(ke), k, sorted, _view(page_table),
+                           page_size, _view(row_seq), _view(row_pos_base))
+    out = _topk.topk_output(op, logits, k, out)
     _fp8dsa.topk_cpu(_view(logits), _view(ks), _view(ke), k, sorted, _view(page_table),
                      page_size, _view(row_seq), _view(row_pos_base), _view(out))
     return out
@@ -66,9 +72,12 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     op = "reference.prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     topk = _pipeline.prefill_topk(topk)
-    index_k, index_k_scale, out, max_logits, lse = _pipeline.prefill_arrays(
-        op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out,
-        max_logits, lse)
+    index_k, index_k_scale = _pipeline.prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv,
+                                                      d_v, attn_sink)
+    _fp8dsa.prefill_cpu_check(_view(index_q), _view(index_k), _view(index_k_scale), _view(weights),
+                              _view(ks), _view(ke), _view(q), _view(kv), sm_scale, topk, d_v,
+                              _view(attn_sink), q_scale, kv_scale)
+    out, max_logits, lse = _sparse_mla.attention_outputs(op, q, d_v, out, max_logits, lse)
     _fp8dsa.prefill_cpu(_view(index_q), _view(index_k), _view(index_k_scale), _view(weights),
                         _view(ks), _view(ke), _view(q), _view(kv), sm_scale, topk, d_v,
                         _view(attn_sink), q_scale, kv_scale, _view(out), _view(max_logits),
@@ -80,9 +89,12 @@ def lse_merge(out_parts, lse_parts, max_logits_parts=None, attn_sink=None, *, ou
               max_logits=None, lse=None):
     """CPU reference of fp8dsa.lse_merge: f64 on the bf16 parts; returns (out, max_logits, lse).
     """
-    out, max_logits, lse = _lse_merge.lse_merge_arrays("reference.lse_merge", out_parts, lse_parts,
-                                                       max_logits_parts, attn_sink, out, max_logits,
-                                                       lse)
+    op = "reference.lse_merge"
+    _lse_merge.lse_merge_inputs(op, out_parts, lse_parts, max_logits_parts, attn_sink)
+    _fp8dsa.lse_merge_cpu_check(_view(out_parts), _view(lse_parts), _view(max_logits_parts),
+                                _view(attn_sink))
+    out, max_logits, lse = _lse_merge.lse_merge_outputs(op, out_parts, max_logits_parts, out,
+                                                        max_logits, lse)
     _fp8dsa.lse_merge_cpu(_view(out_parts), _view(lse_parts), _view(max_logits_parts),
                           _view(attn_sink), _view(out), _view(lse), _view(max_logits))
     return out, max_logits, lse

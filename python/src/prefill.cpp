@@ -1,6 +1,7 @@
 // _fp8dsa.prefill / prefill_cpu / prefill_workspace_bytes: the indexer's arrays (index_q, index_k,
 // index_k_scale, weights, ks, ke) and the attention's (q, kv, attn_sink, out, max_logits, lse) in
-// one call; the selected rows live in the workspace.
+// one call; the selected rows live in the workspace. Their *_check forms, every argument but the
+// outputs and the workspace, for the Python layer to call before it allocates them.
 #include <optional>
 
 #include <nanobind/stl/optional.h>
@@ -20,12 +21,12 @@ PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, co
                              const InputArray& ks, const InputArray& ke, const InputArray& q,
                              const InputArray& kv, float sm_scale, int topk, int d_v,
                              const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale,
-                             bool fused, const OutputArray& out, const OutputArray& max_logits,
-                             const OutputArray& lse) {
+                             bool fused, const OutputArray* out, const OutputArray* max_logits,
+                             const OutputArray* lse) {
   PrefillParams p;
   p.indexer = indexer_params(arrays, kPrefillIndexerArrayNames, index_q, index_k, index_k_scale,
                              weights, ks, ke);
-  const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse);
+  const AttentionArrays views = attention_arrays(arrays, q, kv, out, max_logits, lse, d_v);
   p.attention = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
   p.topk = topk;
   p.fused = fused;
@@ -56,8 +57,8 @@ void prefill(const InputArray& index_q, const InputArray& index_k, const InputAr
              const std::string& attention_kernel, uintptr_t stream) {
   ArrayChecker arrays("prefill", Placement::kCuda);
   PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv,
-                                   sm_scale, topk, d_v, attn_sink, q_scale, kv_scale, fused, out,
-                                   max_logits, lse);
+                                   sm_scale, topk, d_v, attn_sink, q_scale, kv_scale, fused, &out,
+                                   &max_logits, &lse);
   p.indexer.kernel = indexer_kernel_from_name(arrays, indexer_kernel);
   p.attention.kernel = sparse_mla_kernel_from_name(arrays, attention_kernel);
   const Workspace space = aligned_workspace(arrays, workspace);
@@ -75,8 +76,31 @@ void prefill_cpu(const InputArray& index_q, const InputArray& index_k, const Inp
   ArrayChecker arrays("reference.prefill", Placement::kHost);
   const PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q,
                                          kv, sm_scale, topk, d_v, attn_sink, q_scale, kv_scale,
-                                         /*fused=*/false, out, max_logits, lse);
+                                         /*fused=*/false, &out, &max_logits, &lse);
   run_library_call(-1, [&] { return reference::prefill_cpu(p); });
+}
+
+// Every argument of prefill / prefill_cpu but the outputs and the workspace it is about to allocate.
+void prefill_check(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,
+                   const InputArray& weights, const InputArray& ks, const InputArray& ke, const InputArray& q,
+                   const InputArray& kv, float sm_scale, int topk, int d_v,
+                   const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale, bool fused,
+                   const std::string& indexer_kernel, const std::string& attention_kernel) {
+  ArrayChecker arrays("prefill", Placement::kCuda);
+  PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv, sm_scale,
+                                   topk, d_v, attn_sink, q_scale, kv_scale, fused, nullptr, nullptr, nullptr);
+  p.indexer.kernel = indexer_kernel_from_name(arrays, indexer_kernel);
+  p.attention.kernel = sparse_mla_kernel_from_name(arrays, attention_kernel);
+  raise_if_error(validate(p));  // fused with a kernel other than the Q-resident scorer
+}
+
+void prefill_cpu_check(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,
+                       const InputArray& weights, const InputArray& ks, const InputArray& ke,
+                       const InputArray& q, const InputArray& kv, float sm_scale, int topk, int d_v,
+                       const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale) {
+  ArrayChecker arrays("reference.prefill", Placement::kHost);
+  prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv, sm_scale, topk, d_v, attn_sink,
+                 q_scale, kv_scale, /*fused=*/false, nullptr, nullptr, nullptr);
 }
 
 }  // namespace
@@ -95,6 +119,14 @@ void bind_prefill(nb::module_& m) {
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
         nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
         nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"));
+  m.def("prefill_check", &prefill_check, nb::arg("index_q"), nb::arg("index_k"), nb::arg("index_k_scale"),
+        nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
+        nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
+        nb::arg("kv_scale"), nb::arg("fused"), nb::arg("indexer_kernel"), nb::arg("attention_kernel"));
+  m.def("prefill_cpu_check", &prefill_cpu_check, nb::arg("index_q"), nb::arg("index_k"),
+        nb::arg("index_k_scale"), nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"),
+        nb::arg("sm_scale"), nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
+        nb::arg("kv_scale"));
 }
 
 }  // namespace fp8dsa::python

@@ -1,5 +1,6 @@
 // _fp8dsa.sparse_mla_prefill / sparse_mla_cpu: the arrays of flash_mla_sparse_fwd, plus
-// indices [T, topk] or [T, 1, topk] i32, topk_length [T] i32 and the kv format by name.
+// indices [T, topk] or [T, 1, topk] i32, topk_length [T] i32 and the kv format by name; their
+// *_check forms, every argument but the outputs, for the Python layer to call before it allocates them.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -15,11 +16,11 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
                                   const InputArray& indices, float sm_scale, int d_v,
                                   const std::optional<InputArray>& attn_sink,
                                   const std::optional<InputArray>& topk_length, float q_scale,
-                                  float kv_scale, const OutputArray& out,
-                                  const OutputArray& max_logits, const OutputArray& lse,
+                                  float kv_scale, const OutputArray* out,
+                                  const OutputArray* max_logits, const OutputArray* lse,
                                   const std::string& kv_format) {
   const AttentionArrays views =
-      attention_arrays(arrays, q, kv, out, max_logits, lse, kv_format_from_name(arrays, kv_format));
+      attention_arrays(arrays, q, kv, out, max_logits, lse, d_v, kv_format_from_name(arrays, kv_format));
   SparseMlaParams p = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
 
   const ArrayView index_view =
@@ -45,7 +46,7 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
                         const std::string& kv_format, const std::string& kernel, uintptr_t stream) {
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                        q_scale, kv_scale, out, max_logits, lse, kv_format);
+                                        q_scale, kv_scale, &out, &max_logits, &lse, kv_format);
   p.kernel = sparse_mla_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
@@ -58,8 +59,28 @@ void sparse_mla_cpu(const InputArray& q, const InputArray& kv, const InputArray&
                     const std::string& kv_format) {
   ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
   const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                              q_scale, kv_scale, out, max_logits, lse, kv_format);
+                                              q_scale, kv_scale, &out, &max_logits, &lse, kv_format);
   run_library_call(-1, [&] { return reference::sparse_mla_cpu(p); });
+}
+
+// Every argument of sparse_mla_prefill / sparse_mla_cpu but the outputs it is about to allocate.
+void sparse_mla_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
+                      int d_v, const std::optional<InputArray>& attn_sink,
+                      const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                      const std::string& kv_format, const std::string& kernel) {
+  ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
+  sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale, kv_scale, nullptr,
+                    nullptr, nullptr, kv_format);
+  sparse_mla_kernel_from_name(arrays, kernel);
+}
+
+void sparse_mla_cpu_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
+                          int d_v, const std::optional<InputArray>& attn_sink,
+                          const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                          const std::string& kv_format) {
+  ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
+  sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale, kv_scale, nullptr,
+                    nullptr, nullptr, kv_format);
 }
 
 }  // namespace
@@ -73,6 +94,12 @@ void bind_sparse_mla(nb::module_& m) {
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
         nb::arg("kv_format"));
+  m.def("sparse_mla_check", &sparse_mla_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("kernel"));
+  m.def("sparse_mla_cpu_check", &sparse_mla_cpu_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"));
 }
 
 }  // namespace fp8dsa::python

@@ -3,6 +3,7 @@ needs before it can allocate, views whose dtype DLPack can carry, outputs alloca
 library, and the CUDA stream to run on."""
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -114,6 +115,17 @@ def integer(op, name, value, lo, hi, valid=None):
     if not lo <= value <= hi:
         raise ValueError(f"{op}: {name} ({int(value)}) must be in {valid or f'[{lo}, {hi}]'}")
     return int(value)
+
+
+def time_limit(op, max_seconds):
+    """A CPU reference's max_seconds as a float, None as no limit (inf); TypeError for another
+    type, ValueError for a value that is not > 0."""
+    if max_seconds is None:
+        return math.inf
+    seconds = real(op, "max_seconds", max_seconds)
+    if not seconds > 0:
+        raise ValueError(f"{op}: max_seconds ({max_seconds!r}) must be > 0, or None for no limit")
+    return seconds
 
 
 def text(op, name, value):

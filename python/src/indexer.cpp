@@ -12,6 +12,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "cpu_time_limit.h"
+#include "fp8dsa/cpu_time.h"
 #include "kernel_choice.h"
 #include "library_call.h"
 #include "stage_params.h"
@@ -74,10 +76,14 @@ void indexer_logits_cpu(const InputArray& q, const InputArray& k, const InputArr
   run_library_call(-1, [&] { return reference::indexer_logits_cpu(p); });
 }
 
+// Also refuses a call estimated past max_seconds.
 void indexer_logits_cpu_check(const InputArray& q, const InputArray& k, const InputArray& k_scale,
-                              const InputArray& weights, const InputArray& ks, const InputArray& ke) {
+                              const InputArray& weights, const InputArray& ks, const InputArray& ke,
+                              double max_seconds) {
   ArrayChecker arrays("reference.indexer_logits", Placement::kHost);
-  indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, nullptr, true);
+  const IndexerParams p = indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, nullptr, true);
+  refuse_past_time_limit(arrays, reference::indexer_cpu_flops(indexer_pairs(p), p.num_heads, p.head_dim), 0.0,
+                         max_seconds, "fp8dsa.indexer_logits");
 }
 
 using Int32Array = nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>;
@@ -131,7 +137,7 @@ void bind_indexer(nb::module_& m) {
   m.def("indexer_logits_cpu", &indexer_logits_cpu, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("logits"), nb::arg("fill_masked"));
   m.def("indexer_logits_cpu_check", &indexer_logits_cpu_check, nb::arg("q"), nb::arg("k"),
-        nb::arg("k_scale"), nb::arg("weights"), nb::arg("ks"), nb::arg("ke"));
+        nb::arg("k_scale"), nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("max_seconds"));
   m.def("build_causal_bounds", &build_causal_bounds, nb::arg("new_tokens"), nb::arg("cached_keys"));
 }
 

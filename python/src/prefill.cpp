@@ -8,6 +8,8 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "cpu_time_limit.h"
+#include "fp8dsa/cpu_time.h"
 #include "fp8dsa/pipeline.h"
 #include "kernel_choice.h"
 #include "library_call.h"
@@ -94,13 +96,22 @@ void prefill_check(const InputArray& index_q, const InputArray& index_k, const I
   raise_if_error(validate(p));  // fused with a kernel other than the Q-resident scorer
 }
 
+// Also refuses a call estimated past max_seconds.
 void prefill_cpu_check(const InputArray& index_q, const InputArray& index_k, const InputArray& index_k_scale,
                        const InputArray& weights, const InputArray& ks, const InputArray& ke,
                        const InputArray& q, const InputArray& kv, float sm_scale, int topk, int d_v,
-                       const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale) {
+                       const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale,
+                       double max_seconds) {
   ArrayChecker arrays("reference.prefill", Placement::kHost);
-  prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv, sm_scale, topk, d_v, attn_sink,
-                 q_scale, kv_scale, /*fused=*/false, nullptr, nullptr, nullptr);
+  const PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv, sm_scale,
+                                         topk, d_v, attn_sink, q_scale, kv_scale, /*fused=*/false, nullptr, nullptr,
+                                         nullptr);
+  const IndexerParams& index = p.indexer;
+  const SparseMlaParams& attention = p.attention;
+  refuse_past_time_limit(arrays, reference::indexer_cpu_flops(indexer_pairs(index), index.num_heads, index.head_dim),
+                         reference::sparse_mla_cpu_flops(attention.num_heads, selected_keys(index, topk),
+                                                         attention.d_qk, attention.d_v),
+                         max_seconds, "fp8dsa.prefill");
 }
 
 }  // namespace
@@ -126,7 +137,7 @@ void bind_prefill(nb::module_& m) {
   m.def("prefill_cpu_check", &prefill_cpu_check, nb::arg("index_q"), nb::arg("index_k"),
         nb::arg("index_k_scale"), nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"),
         nb::arg("sm_scale"), nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
-        nb::arg("kv_scale"));
+        nb::arg("kv_scale"), nb::arg("max_seconds"));
 }
 
 }  // namespace fp8dsa::python

@@ -5,6 +5,8 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "cpu_time_limit.h"
+#include "fp8dsa/cpu_time.h"
 #include "kernel_choice.h"
 #include "library_call.h"
 #include "stage_params.h"
@@ -74,13 +76,16 @@ void sparse_mla_check(const InputArray& q, const InputArray& kv, const InputArra
   sparse_mla_kernel_from_name(arrays, kernel);
 }
 
+// Also refuses a call estimated past max_seconds.
 void sparse_mla_cpu_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
                           int d_v, const std::optional<InputArray>& attn_sink,
                           const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
-                          const std::string& kv_format) {
+                          const std::string& kv_format, double max_seconds) {
   ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
-  sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale, kv_scale, nullptr,
-                    nullptr, nullptr, kv_format);
+  const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale,
+                                              kv_scale, nullptr, nullptr, nullptr, kv_format);
+  refuse_past_time_limit(arrays, 0.0, reference::sparse_mla_cpu_flops(p.num_heads, attention_keys(p), p.d_qk, p.d_v),
+                         max_seconds, "fp8dsa.sparse_mla_prefill");
 }
 
 }  // namespace
@@ -99,7 +104,7 @@ void bind_sparse_mla(nb::module_& m) {
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("kernel"));
   m.def("sparse_mla_cpu_check", &sparse_mla_cpu_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
-        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"));
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("max_seconds"));
 }
 
 }  // namespace fp8dsa::python

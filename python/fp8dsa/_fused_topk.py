@@ -24,6 +24,7 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     library's message), RuntimeError for a device or CUDA failure.
     """
     op = "fused_topk"
+    stream = _arrays.stream_argument(op, stream)
     k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
     k_rows, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.require_cuda(op, "q", q)

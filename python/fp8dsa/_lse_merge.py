@@ -54,6 +54,7 @@ def lse_merge(out_parts, lse_parts, max_logits_parts=None, attn_sink=None, *, ou
     (out, max_logits, lse).
     """
     op = "lse_merge"
+    stream = _arrays.stream_argument(op, stream)
     lse_merge_inputs(op, out_parts, lse_parts, max_logits_parts, attn_sink, gpu=True)
     view = _arrays.dlpack_view
     _fp8dsa.lse_merge_check(view(out_parts), view(lse_parts), view(max_logits_parts),

@@ -2,7 +2,7 @@
 
 from . import _arrays, _fp8dsa
 from ._indexer import indexer_arrays
-from ._sparse_mla import attention_inputs, attention_outputs
+from ._sparse_mla import attention_inputs, attention_outputs, value_dim
 
 _SHAPES = """
     Indexer arrays (as fp8dsa.indexer_logits; T tokens, H heads, D = 128 or 64, N keys):
@@ -28,14 +28,14 @@ def prefill_topk(topk):
                            valid="[64, 2048]")
 
 
-def prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, gpu=False):
+def prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink, gpu=False):
     """(index_k, index_k_scale): the inputs checked for dtype and ndim (and, for a GPU call,
     index_q's placement)."""
     index_k, index_k_scale = indexer_arrays(op, index_q, index_kv, weights, ks, ke,
                                             q_name="index_q", kv_name="index_kv")
     if gpu:
         _arrays.require_cuda(op, "index_q", index_q)
-    attention_inputs(op, q, kv, d_v, attn_sink, gpu=gpu)
+    attention_inputs(op, q, kv, attn_sink, gpu=gpu)
     return index_k, index_k_scale
 
 
@@ -46,13 +46,15 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     MLA on one stream, the logits and selected rows in a workspace allocated with q's library.
     """
     op = "prefill"
+    stream = _arrays.stream_argument(op, stream)
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     topk = prefill_topk(topk)
+    d_v = value_dim(op, d_v)
     fused = _arrays.flag(op, "fused", fused)
     indexer_kernel = _arrays.text(op, "indexer_kernel", indexer_kernel)
     attention_kernel = _arrays.text(op, "attention_kernel", attention_kernel)
-    index_k, index_k_scale = prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, d_v,
-                                            attn_sink, gpu=True)
+    index_k, index_k_scale = prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink,
+                                            gpu=True)
     view = _arrays.dlpack_view
     _fp8dsa.prefill_check(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),
                           view(ke), view(q), view(kv), sm_scale, topk, d_v, view(attn_sink), q_scale,

@@ -50,6 +50,7 @@ def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, 
     """Exact top-k of each row of `logits` on the GPU (radix select); returns indices [T, k].
     """
     op = "topk"
+    stream = _arrays.stream_argument(op, stream)
     k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
     topk_inputs(op, logits, ks, ke, page_table, row_seq, row_pos_base, gpu=True)
     view = _arrays.dlpack_view

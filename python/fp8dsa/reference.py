@@ -31,8 +31,9 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     """
     op = "reference.sparse_mla_prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
+    d_v = _sparse_mla.value_dim(op, d_v)
     max_seconds = _arrays.time_limit(op, max_seconds)
-    _sparse_mla.sparse_mla_inputs(op, q, kv, indices, d_v, attn_sink, topk_length, kv_format)
+    _sparse_mla.sparse_mla_inputs(op, q, kv, indices, attn_sink, topk_length, kv_format)
     _fp8dsa.sparse_mla_cpu_check(_view(q), _view(kv), _view(indices), sm_scale, d_v,
                                  _view(attn_sink), _view(topk_length), q_scale, kv_scale, kv_format,
                                  max_seconds)
@@ -84,9 +85,10 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     op = "reference.prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     topk = _pipeline.prefill_topk(topk)
+    d_v = _sparse_mla.value_dim(op, d_v)
     max_seconds = _arrays.time_limit(op, max_seconds)
     index_k, index_k_scale = _pipeline.prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv,
-                                                      d_v, attn_sink)
+                                                      attn_sink)
     _fp8dsa.prefill_cpu_check(_view(index_q), _view(index_k), _view(index_k_scale), _view(weights),
                               _view(ks), _view(ke), _view(q), _view(kv), sm_scale, topk, d_v,
                               _view(attn_sink), q_scale, kv_scale, max_seconds)

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 
 #include "bindings.h"
+#include "field_names.h"
 #include "library_call.h"
 #include "stage_params.h"
 #include "fp8dsa/fused_topk.h"
@@ -43,8 +44,12 @@ FusedTopkParams fused_topk_params(ArrayChecker& arrays, const InputArray& q, con
   p.select.indices = static_cast<int32_t*>(out_view.data);
   p.select.ld_indices = out_view.field_stride(0);
   set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "q's T", &p.select);
-  raise_if_error(validate(p));
   arrays.expect_extent(out_view, 1, topk, "k");
+  // Messages of the scorer's checks start "fused_topk: indexer:", the selection's "fused_topk: topk:".
+  const Status status = validate(p);
+  const bool scorer = status.message().rfind("fused_topk: indexer:", 0) == 0;
+  raise_if_error(in_argument_terms(status, scorer ? indexer_field_names(kIndexerArrayNames)
+                                                  : topk_field_names("q's T", "k's N")));
   return p;
 }
 

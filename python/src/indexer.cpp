@@ -13,6 +13,7 @@
 
 #include "bindings.h"
 #include "cpu_time_limit.h"
+#include "field_names.h"
 #include "fp8dsa/cpu_time.h"
 #include "kernel_choice.h"
 #include "library_call.h"
@@ -42,8 +43,15 @@ IndexerParams indexer_logits_params(ArrayChecker& arrays, const InputArray& q, c
   p.logits = static_cast<float*>(logits_view.data);
   // A single row's stride addresses nothing; its width is what the caller allocated.
   p.ldl = logits_view.shape[0] > 1 ? logits_view.strides[0] : logits_view.shape[1];
+  // The library's words for this ("pass ldl = 12") name a field; these name the array to make.
+  if (p.ldl % kLogitsRowAlign != 0) {
+    const int64_t padded = (p.ldl + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
+    arrays.fail("logits rows must start 16 bytes apart (a stride in dimension 0 that is a multiple of " +
+                std::to_string(kLogitsRowAlign) + " floats; given " + std::to_string(p.ldl) + "): pass a [T, N] view of rows of " +
+                std::to_string(padded) + " floats, or no logits to have them allocated");
+  }
   p.fill_masked = fill_masked;
-  raise_if_error(validate(p));
+  raise_if_error(in_argument_terms(validate(p), indexer_field_names(kIndexerArrayNames)));
   return p;
 }
 

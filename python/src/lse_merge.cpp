@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 
 #include "bindings.h"
+#include "field_names.h"
 #include "fp8dsa/lse_merge.h"
 #include "library_call.h"
 #include "stage_params.h"
@@ -61,7 +62,7 @@ LseMergeParams lse_merge_params(ArrayChecker& arrays, const InputArray& out_part
   };
   p.lse = rows("lse", lse);
   if (max_logits) p.max_logits = rows("max_logits", max_logits);
-  raise_if_error(validate(p));
+  raise_if_error(in_argument_terms(validate(p), lse_merge_field_names()));
   return p;
 }
 
@@ -96,7 +97,7 @@ void lse_merge_check(const InputArray& out_parts, const InputArray& lse_parts,
   if (p.max_logits_parts != nullptr) {
     p.max_logits = static_cast<float*>(arrays.planned_output("max_logits", {p.num_tokens, p.num_heads},
                                                              Element::kF32).data);
-    raise_if_error(validate(p));
+    raise_if_error(in_argument_terms(validate(p), lse_merge_field_names()));
   }
 }
 

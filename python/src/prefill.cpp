@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "cpu_time_limit.h"
+#include "field_names.h"
 #include "fp8dsa/cpu_time.h"
 #include "fp8dsa/pipeline.h"
 #include "kernel_choice.h"
@@ -17,6 +18,26 @@
 
 namespace fp8dsa::python {
 namespace {
+
+// validate(PrefillParams) in the arguments' words: its messages say which stage they come from
+// ("prefill: indexer: ...", "prefill: sparse_mla: ..."), the rest are the pipeline's own.
+void raise_if_invalid(const PrefillParams& p) {
+  const Status status = validate(p);
+  const std::string& message = status.message();
+  const auto from = [&](const char* stage) { return message.rfind(stage, 0) == 0; };
+  FieldNames names = {{"indexer.kernel", "indexer_kernel"},
+                      {"kAuto", "'auto'"},
+                      {"kQResident", "'q_resident'"},
+                      {"true", "True"},
+                      {"attention.kernel", "attention_kernel"},
+                      {"indexer.num_tokens", "index_q's T"},
+                      {"indexer.num_keys", "index_k's N"},
+                      {"attention.num_tokens", "q's T"},
+                      {"attention.num_kv", "kv's N"}};
+  if (from("prefill: indexer:")) names = indexer_field_names(kPrefillIndexerArrayNames);
+  if (from("prefill: sparse_mla:")) names = attention_field_names();
+  raise_if_error(in_argument_terms(status, names));
+}
 
 PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, const InputArray& index_k,
                              const InputArray& index_k_scale, const InputArray& weights,
@@ -32,7 +53,10 @@ PrefillParams prefill_params(ArrayChecker& arrays, const InputArray& index_q, co
   p.attention = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
   p.topk = topk;
   p.fused = fused;
-  raise_if_error(validate(p));
+  // The two stages share the tokens and the key rows.
+  arrays.expect_extent(views.q, 0, p.indexer.num_tokens, "index_q's T");
+  arrays.expect_extent(views.kv, 0, p.indexer.num_keys, "index_k's N");
+  raise_if_invalid(p);
   check_attention_out(arrays, views, p.attention);
   return p;
 }
@@ -93,7 +117,7 @@ void prefill_check(const InputArray& index_q, const InputArray& index_k, const I
                                    topk, d_v, attn_sink, q_scale, kv_scale, fused, nullptr, nullptr, nullptr);
   p.indexer.kernel = indexer_kernel_from_name(arrays, indexer_kernel);
   p.attention.kernel = sparse_mla_kernel_from_name(arrays, attention_kernel);
-  raise_if_error(validate(p));  // fused with a kernel other than the Q-resident scorer
+  raise_if_invalid(p);  // fused with a kernel other than the Q-resident scorer
 }
 
 // Also refuses a call estimated past max_seconds.

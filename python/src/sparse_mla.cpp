@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "cpu_time_limit.h"
+#include "field_names.h"
 #include "fp8dsa/cpu_time.h"
 #include "kernel_choice.h"
 #include "library_call.h"
@@ -36,7 +37,7 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
     p.topk_length = static_cast<const int32_t*>(
         arrays.vector("topk_length", *topk_length, "[T]", Element::kI32, p.num_tokens, "q's T").data);
   }
-  raise_if_error(validate(p));
+  raise_if_error(in_argument_terms(validate(p), attention_field_names()));
   check_attention_out(arrays, views, p);
   return p;
 }

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 
 #include "bindings.h"
+#include "field_names.h"
 #include "library_call.h"
 #include "stage_params.h"
 #include "fp8dsa/topk.h"
@@ -42,8 +43,9 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
   p.indices = static_cast<int32_t*>(out_view.data);
   p.ld_indices = out_view.field_stride(0);
   set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "logits' T", &p);
-  raise_if_error(validate(p));
+  // out's width before its row stride is compared with k (k's own range is the Python layer's).
   arrays.expect_extent(out_view, 1, p.k, "k");
+  raise_if_error(in_argument_terms(validate(p), topk_field_names("logits' T", "logits' N")));
   return p;
 }
 

@@ -38,7 +38,7 @@ def test_indexer_rejections():
         fp8dsa.indexer_logits(q, kv, weights.cpu(), ks, ke)
     with pytest.raises(ValueError, match="kernel 'fastest' must be one of 'auto', 'q_resident'"):
         fp8dsa.indexer_logits(q, kv, weights, ks, ke, kernel="fastest")
-    with pytest.raises(ValueError, match=r"indexer: ldl \(17\) must be a multiple of 4"):
+    with pytest.raises(ValueError, match=r"logits rows must start 16 bytes apart .*given 17\): pass a \[T, N\] view of rows of 20"):
         fp8dsa.indexer_logits(q, kv, weights, ks, ke, logits=torch.empty(8, 17, device=DEVICE))
     with pytest.raises(TypeError, match=r"ks dtype must be int32 \(given int64\)"):
         fp8dsa.indexer_logits(q, kv, weights, ks.long(), ke)

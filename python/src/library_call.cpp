@@ -7,7 +7,9 @@
 namespace fp8dsa::python {
 
 void raise_if_error(const Status& status) {
-  if (status.code() == StatusCode::kCancelled && PyErr_Occurred() != nullptr) throw nb::python_error();
+  // A signal handler's exception (the cancel check's) wins over the Status it led to, Cancelled or
+  // not (a reference may fail otherwise in the same item).
+  if (!status.is_ok() && PyErr_Occurred() != nullptr) throw nb::python_error();
   switch (status.code()) {
     case StatusCode::kOk:
       return;

@@ -19,7 +19,7 @@ namespace nb = nanobind;
 
 // InvalidArgument -> ValueError, NotImplemented -> NotImplementedError, OutOfMemory -> MemoryError,
 // every other code (WorkspaceTooSmall, NoDevice, UnsupportedDevice, CudaError) -> RuntimeError;
-// Cancelled with a Python exception pending (a signal handler's) -> that exception.
+// any code with a Python exception pending (a signal handler's, Cancelled) -> that exception.
 void raise_if_error(const Status& status);
 
 // The cancel check of host calls: runs Python's signal handlers (the GIL taken for it); true when

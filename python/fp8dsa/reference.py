@@ -28,6 +28,8 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
                        kv_format="e4m3", max_seconds=_fp8dsa.MAX_CPU_SECONDS):
     """CPU reference of fp8dsa.sparse_mla_prefill: f64 on the dequantised values (e4m3, or the
     V3.2 rows' e4m3 * scale and bf16 rope), exact softmax; returns (out, max_logits, lse).
+    max_seconds: the call is refused (ValueError) before anything runs where its estimated time is
+    past it (None: no limit). Ctrl-C stops the call.
     """
     op = "reference.sparse_mla_prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
@@ -47,6 +49,8 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
 def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True,
                    max_seconds=_fp8dsa.MAX_CPU_SECONDS):
     """CPU reference of fp8dsa.indexer_logits: f64 over the exact e4m3 values; returns logits [T, N].
+    max_seconds: the call is refused (ValueError) before anything runs where its estimated time is
+    past it (None: no limit). Ctrl-C stops the call.
     """
     op = "reference.indexer_logits"
     k, k_scale = _indexer.indexer_arrays(op, q, kv, weights, ks, ke)
@@ -81,6 +85,8 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
             max_seconds=_fp8dsa.MAX_CPU_SECONDS):
     """CPU reference of fp8dsa.prefill: the three CPU references in sequence; returns (out,
     max_logits, lse).
+    max_seconds: the call is refused (ValueError) before anything runs where its estimated time is
+    past it (None: no limit). Ctrl-C stops the call.
     """
     op = "reference.prefill"
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)

@@ -8,12 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
 
-#include "core/parallel_for.h"
+#include "fp8dsa/cpu_time.h"
 
 namespace fp8dsa::cli {
 namespace {
@@ -145,27 +144,16 @@ std::string check_memory(const RunOptions& o, bool gpu) {
   return "";
 }
 
-double cpu_seconds_estimate(const RunOptions& o, int cores) {
-  constexpr double kFlopsPerCoreSecond = 2.7e9;  // 4096 x 28672 (h 16, topk 512): 4.3e12 in 789 s on 2 cores
+reference::CpuTimeEstimate cpu_time_estimate(const RunOptions& o) {
   const double tokens = static_cast<double>(o.tokens);
   const double keys = static_cast<double>(o.tokens + o.cached);
   // Token t sees cached + t + 1 keys (causal): on average cached + (T + 1) / 2.
   const double pairs = tokens * (static_cast<double>(o.cached) + (tokens + 1.0) / 2.0);
-  const double indexer = 2.0 * o.index_heads * 128.0 * pairs;
-  const double attention = 2.0 * tokens * o.heads * std::min<double>(o.topk, keys) * (576.0 + 512.0);
+  const double indexer = reference::indexer_cpu_flops(pairs, o.index_heads, kIndexDim);
+  const double attention = reference::sparse_mla_cpu_flops(tokens * o.heads, std::min<double>(o.topk, keys), kDimQk, kDimV);
   // Each reference runs twice (stage by stage and inside the whole prefill).
-  return 2.0 * (indexer + attention) / (kFlopsPerCoreSecond * std::max(cores, 1));
+  return reference::cpu_time_estimate(2.0 * indexer, 2.0 * attention);
 }
-
-namespace {
-
-// "1 thread", "2 threads".
-std::string counted(int n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
-
-// "1 minute", "12 minutes" (at least 1).
-std::string about_minutes(double seconds) { return counted(std::max(1, static_cast<int>(seconds / 60.0 + 0.5)), "minute"); }
-
-}  // namespace
 
 int check_runnable(const RunOptions& o, bool gpu) {
   if (const Status s = validate_options(o); !s.is_ok()) {
@@ -182,25 +170,16 @@ int check_runnable(const RunOptions& o, bool gpu) {
                    kCpuThreadsVariable, value);
       return 2;
     }
-    // More threads than cores run no faster: the estimate counts the cores the threads can use.
-    const int threads = static_cast<int>(cpu_reference_threads());
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const int used = std::min(threads, cores);
-    const double seconds = cpu_seconds_estimate(o, used);
-    const std::string on = counted(used, "thread") +
-                           (threads > cores ? " (" + std::string(kCpuThreadsVariable) + "=" + std::to_string(threads) +
-                                                  ", " + counted(cores, "core") + " here)"
-                                            : "");
-    if (seconds > kMaxCpuSeconds) {
+    const reference::CpuTimeEstimate estimate = cpu_time_estimate(o);
+    if (estimate.seconds > reference::kMaxCpuSeconds) {
       std::fprintf(stderr,
-                   "fp8dsa run: the CPU references of this shape would take about %s on %s (limit %.0f minutes); "
+                   "fp8dsa run: the CPU references of this shape would take %s (limit %.0f minutes); "
                    "use smaller --tokens / --cached (or a GPU)\n",
-                   about_minutes(seconds).c_str(), on.c_str(), kMaxCpuSeconds / 60.0);
+                   estimate.to_string().c_str(), reference::kMaxCpuSeconds / 60.0);
       return 2;
     }
-    if (seconds > 30.0) {
-      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take about %s on %s\n",
-                   about_minutes(seconds).c_str(), on.c_str());
+    if (estimate.seconds > 30.0) {
+      std::fprintf(stderr, "fp8dsa run: the CPU references of this shape take %s\n", estimate.to_string().c_str());
     }
   }
   return 0;

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "fp8dsa/cpu_time.h"
 #include "problem.h"
 
 namespace fp8dsa::cli {
@@ -19,19 +20,17 @@ double device_bytes_needed(const RunOptions& options);
 // headroom under RLIMIT_AS and RLIMIT_DATA; `source` says which. Negative when none is known.
 double host_bytes_available(std::string* source);
 
-// Seconds the CPU references of a run (options with their defaults) take on `cores` cores: their
-// f64 FLOPs (the indexer over the causal pairs, the sparse MLA over topk keys, each run twice: stage
-// by stage and as the whole prefill) at the rate measured on a 2-core machine (4096 x 28672: 789 s).
-double cpu_seconds_estimate(const RunOptions& options, int cores);
-// The longest CPU run that goes ahead; past it the run stops with the estimate (exit 2).
-inline constexpr double kMaxCpuSeconds = 3600.0;
+// The time the CPU references of a run (options with their defaults) take on this machine's
+// reference threads: the indexer over the causal pairs and the sparse MLA over topk keys, each run
+// twice (stage by stage and as the whole prefill). Past reference::kMaxCpuSeconds the run is refused.
+reference::CpuTimeEstimate cpu_time_estimate(const RunOptions& options);
 
 // "" when the run fits; otherwise the message to print (host first, then device on the GPU path).
 std::string check_memory(const RunOptions& options, bool gpu);
 
 // validate_options, then check_memory, and on the CPU path the time estimate on the references'
 // threads (cpu_reference_threads(): FP8DSA_CPU_THREADS or the machine's; a value of it that is not a
-// positive integer is refused; printed past 30 s, and past kMaxCpuSeconds a refusal): 0 when the run can go ahead, else 2 with the reason printed to stderr.
+// positive integer is refused; printed past 30 s, and past reference::kMaxCpuSeconds a refusal): 0 when the run can go ahead, else 2 with the reason printed to stderr.
 // Allocates nothing.
 int check_runnable(const RunOptions& options, bool gpu);
 

@@ -1,6 +1,8 @@
 // Umbrella header for the public fp8dsa API.
 #pragma once
 
+#include "fp8dsa/cancel.h"
+#include "fp8dsa/cpu_time.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/fused_topk.h"
 #include "fp8dsa/indexer.h"

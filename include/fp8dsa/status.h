@@ -16,6 +16,8 @@ enum class StatusCode : int {
   kCudaError,          // a CUDA runtime/driver call failed
   kOutOfMemory,        // host memory ran out inside a call (the CPU references allocate; nothing
                        // else does); the call wrote nothing or part of its outputs
+  kCancelled,          // a CPU reference stopped by the caller's cancel check (fp8dsa/cancel.h); the
+                       // call wrote nothing or part of its outputs
 };
 
 const char* status_code_name(StatusCode code);

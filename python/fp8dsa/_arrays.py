@@ -3,6 +3,7 @@ needs before it can allocate, views whose dtype DLPack can carry, outputs alloca
 library, and the CUDA stream to run on."""
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -90,11 +91,15 @@ def dlpack_view(x):
 
 
 def real(op, name, value):
-    """A scalar argument as a float; TypeError naming it otherwise (nanobind would print its whole
-    signature instead)."""
+    """A scalar argument as a float; TypeError naming it for another type (nanobind would print its
+    whole signature instead), ValueError for an integer past the float range (10**400)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: {name} must be a real number (given {value!r})")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{op}: {name} (an integer of {len(str(abs(int(value))))} digits) is past "
+                         "the range of a float") from None
 
 
 INT32_MAX = 2**31 - 1
@@ -114,6 +119,17 @@ def integer(op, name, value, lo, hi, valid=None):
     if not lo <= value <= hi:
         raise ValueError(f"{op}: {name} ({int(value)}) must be in {valid or f'[{lo}, {hi}]'}")
     return int(value)
+
+
+def time_limit(op, max_seconds):
+    """A CPU reference's max_seconds as a float, None as no limit (inf); TypeError for another
+    type, ValueError for a value that is not > 0."""
+    if max_seconds is None:
+        return math.inf
+    seconds = real(op, "max_seconds", max_seconds)
+    if not seconds > 0:
+        raise ValueError(f"{op}: max_seconds ({max_seconds!r}) must be > 0, or None for no limit")
+    return seconds
 
 
 def text(op, name, value):
@@ -219,6 +235,17 @@ def workspace(like, nbytes):
     if nbytes == 0:
         return None
     return empty(like, (nbytes + _fp8dsa.WORKSPACE_ALIGNMENT,), "uint8")
+
+
+def stream_argument(op, stream):
+    """A GPU call's `stream` as an int handle (None: the current stream of the inputs' library),
+    checked before anything is allocated: TypeError for another type, ValueError out of range."""
+    if stream is None:
+        return None
+    try:
+        return _stream_handle(stream)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{op}: {error}") from None
 
 
 def _stream_handle(stream):

@@ -24,16 +24,20 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     library's message), RuntimeError for a device or CUDA failure.
     """
     op = "fused_topk"
+    stream = _arrays.stream_argument(op, stream)
     k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
     k_rows, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.require_cuda(op, "q", q)
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
     _arrays.check_optional(op, "row_seq", row_seq, (1,), "[T]", _arrays.I32)
     _arrays.check_optional(op, "row_pos_base", row_pos_base, (1,), "[T]", _arrays.I32)
+    view = _arrays.dlpack_view
+    _fp8dsa.fused_topk_check(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),
+                             k, sorted, view(page_table), page_size, view(row_seq),
+                             view(row_pos_base))
     out = _arrays.output(op, "out", out, q, (q.shape[0], k), (2,), "[T, k]", _arrays.I32)
     workspace = _arrays.workspace(q, _fp8dsa.fused_topk_workspace_bytes(
         q.shape[0], k_rows.shape[0], q.shape[1], k))
-    view = _arrays.dlpack_view
     with _arrays.cuda_stream(q, stream, (q, k_rows, k_scale, weights, ks, ke, page_table, row_seq,
                                          row_pos_base)) as handle:
         _fp8dsa.fused_topk(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),

@@ -7,7 +7,7 @@ from . import _arrays, _fp8dsa
 
 # Logit rows are written with 16-byte stores: an allocated logits buffer gets rows of a multiple of
 # 4 floats, and the [T, N] view of it is returned.
-_LOGITS_ROW_ALIGN = 4
+_LOGITS_ROW_ALIGN = _fp8dsa.LOGITS_ROW_ALIGN
 
 _SHAPES = """
     Arrays (T query tokens, H heads, D = 128 or 64, N keys):
@@ -62,12 +62,15 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     cu_seqlen_ks, cu_seqlen_ke); returns logits [T, N].
     """
     op = "indexer_logits"
+    stream = _arrays.stream_argument(op, stream)
     k, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.require_cuda(op, "q", q)
     fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
     kernel = _arrays.text(op, "kernel", kernel)
-    buffer = indexer_logits_buffer(op, q, k, logits)
     view = _arrays.dlpack_view
+    _fp8dsa.indexer_logits_check(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
+                                 kernel)
+    buffer = indexer_logits_buffer(op, q, k, logits)
     with _arrays.cuda_stream(q, stream, (q, k, k_scale, weights, ks, ke)) as handle:
         _fp8dsa.indexer_logits(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
                                view(buffer), fill_masked, kernel, handle)
@@ -101,7 +104,16 @@ def build_causal_bounds(new_tokens, cached_keys):
 
 
 def _sequence_counts(name, values):
-    counts = np.asarray(values)
+    """`values` as a list of ints: TypeError for what is not a list or 1-D array of integers,
+    ValueError for another shape."""
+    try:
+        counts = np.asarray(values)
+    except ValueError:  # ragged nesting
+        raise ValueError(f"build_causal_bounds: {name} must be one count per sequence (a list or "
+                         "1-D array), given a ragged nesting") from None
+    if counts.ndim == 0 and not isinstance(values, np.ndarray):  # None, an int, a string, a dict
+        raise TypeError(f"build_causal_bounds: {name} must be one count per sequence (a list or 1-D "
+                        f"array of integers), given {type(values).__name__}")
     if counts.ndim != 1:
         raise ValueError(f"build_causal_bounds: {name} must be one count per sequence "
                          f"(a list or 1-D array), given shape {counts.shape}")

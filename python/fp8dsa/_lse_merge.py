@@ -22,16 +22,19 @@ _SHAPES = """
 """
 
 
-def lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink, out, max_logits, lse,
-                     gpu=False):
-    """Checks the inputs for dtype and ndim (and, for a GPU call, out_parts' placement); returns
-    (out, max_logits, lse), allocated where not given (max_logits only with max_logits_parts)."""
+def lse_merge_inputs(op, out_parts, lse_parts, max_logits_parts, attn_sink, gpu=False):
+    """Checks the inputs for dtype and ndim (and, for a GPU call, out_parts' placement)."""
     _arrays.check(op, "out_parts", out_parts, (4,), "[R, T, h, d_v]", _arrays.BF16)
     if gpu:
         _arrays.require_cuda(op, "out_parts", out_parts)
     _arrays.check(op, "lse_parts", lse_parts, (3,), "[R, T, h]", _arrays.F32)
     _arrays.check_optional(op, "max_logits_parts", max_logits_parts, (3,), "[R, T, h]", _arrays.F32)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
+
+
+def lse_merge_outputs(op, out_parts, max_logits_parts, out, max_logits, lse):
+    """(out, max_logits, lse): those given after their dtype and ndim checks, the others allocated
+    (max_logits only with max_logits_parts). Called once the extension has checked every input."""
     _, num_tokens, num_heads, d_v = out_parts.shape
     out = _arrays.output(op, "out", out, out_parts, (num_tokens, num_heads, d_v), (3,),
                          "[T, h, d_v]", _arrays.BF16)
@@ -51,9 +54,12 @@ def lse_merge(out_parts, lse_parts, max_logits_parts=None, attn_sink=None, *, ou
     (out, max_logits, lse).
     """
     op = "lse_merge"
-    out, max_logits, lse = lse_merge_arrays(op, out_parts, lse_parts, max_logits_parts, attn_sink,
-                                            out, max_logits, lse, gpu=True)
+    stream = _arrays.stream_argument(op, stream)
+    lse_merge_inputs(op, out_parts, lse_parts, max_logits_parts, attn_sink, gpu=True)
     view = _arrays.dlpack_view
+    _fp8dsa.lse_merge_check(view(out_parts), view(lse_parts), view(max_logits_parts),
+                            view(attn_sink))
+    out, max_logits, lse = lse_merge_outputs(op, out_parts, max_logits_parts, out, max_logits, lse)
     with _arrays.cuda_stream(out_parts, stream,
                              (out_parts, lse_parts, max_logits_parts, attn_sink)) as handle:
         _fp8dsa.lse_merge(view(out_parts), view(lse_parts), view(max_logits_parts),

@@ -2,7 +2,7 @@
 
 from . import _arrays, _fp8dsa
 from ._indexer import indexer_arrays
-from ._sparse_mla import attention_arrays
+from ._sparse_mla import attention_inputs, attention_outputs, value_dim
 
 _SHAPES = """
     Indexer arrays (as fp8dsa.indexer_logits; T tokens, H heads, D = 128 or 64, N keys):
@@ -28,16 +28,15 @@ def prefill_topk(topk):
                            valid="[64, 2048]")
 
 
-def prefill_arrays(op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits,
-                   lse, gpu=False):
-    """(index_k, index_k_scale, out, max_logits, lse): the arrays checked (and, for a GPU call,
-    index_q's placement), the outputs allocated."""
+def prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink, gpu=False):
+    """(index_k, index_k_scale): the inputs checked for dtype and ndim (and, for a GPU call,
+    index_q's placement)."""
     index_k, index_k_scale = indexer_arrays(op, index_q, index_kv, weights, ks, ke,
                                             q_name="index_q", kv_name="index_kv")
     if gpu:
         _arrays.require_cuda(op, "index_q", index_q)
-    outputs = attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, gpu=gpu)
-    return (index_k, index_k_scale) + outputs
+    attention_inputs(op, q, kv, attn_sink, gpu=gpu)
+    return index_k, index_k_scale
 
 
 def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=512,
@@ -47,13 +46,20 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     MLA on one stream, the logits and selected rows in a workspace allocated with q's library.
     """
     op = "prefill"
+    stream = _arrays.stream_argument(op, stream)
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     topk = prefill_topk(topk)
+    d_v = value_dim(op, d_v)
     fused = _arrays.flag(op, "fused", fused)
     indexer_kernel = _arrays.text(op, "indexer_kernel", indexer_kernel)
     attention_kernel = _arrays.text(op, "attention_kernel", attention_kernel)
-    index_k, index_k_scale, out, max_logits, lse = prefill_arrays(
-        op, index_q, index_kv, weights, ks, ke, q, kv, d_v, attn_sink, out, max_logits, lse, gpu=True)
+    index_k, index_k_scale = prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink,
+                                            gpu=True)
+    view = _arrays.dlpack_view
+    _fp8dsa.prefill_check(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),
+                          view(ke), view(q), view(kv), sm_scale, topk, d_v, view(attn_sink), q_scale,
+                          kv_scale, fused, indexer_kernel, attention_kernel)
+    out, max_logits, lse = attention_outputs(op, q, d_v, out, max_logits, lse)
     # The unfused path (faster at every shape measured) where its logits can be allocated; else the
     # same path in chunks of tokens, twice the smallest chunk, then the smallest (fp8dsa::prefill takes
     # the largest chunk the workspace holds); else the fused path's far smaller workspace, which
@@ -76,7 +82,6 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
                 raise
     if workspace is None:
         workspace = workspace_for(True)
-    view = _arrays.dlpack_view
     inputs = (index_q, index_k, index_k_scale, weights, ks, ke, q, kv, attn_sink)
     with _arrays.cuda_stream(q, stream, inputs) as handle:
         _fp8dsa.prefill(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),

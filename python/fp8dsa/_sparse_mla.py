@@ -46,20 +46,27 @@ _FORMATS = {
 
 
 def kv_format_dtypes(op, kv_format):
-    """(q dtypes, kv dtypes, kv layout) of a kv_format; ValueError for an unknown one."""
-    if kv_format not in _FORMATS:
+    """(q dtypes, kv dtypes, kv layout) of a kv_format; TypeError for a non-string, ValueError for
+    an unknown one."""
+    if _arrays.text(op, "kv_format", kv_format) not in _FORMATS:
         known = ", ".join(f"'{name}'" for name in _FORMATS)
         raise ValueError(f"{op}: kv_format '{kv_format}' must be one of {known}")
     return _FORMATS[kv_format]
 
 
-def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format="e4m3", gpu=False):
-    """Checks q, kv and attn_sink for dtype and ndim (and, for a GPU call, q's placement); returns
-    (out, max_logits, lse), allocated where not given."""
+def value_dim(op, d_v):
+    """d_v as an int: TypeError for another type, ValueError (in the library's words) for another
+    value, checked with the other scalars, before any output is allocated from it."""
+    if not _arrays.is_integer(d_v):
+        raise TypeError(f"{op}: d_v must be an integer (given {d_v!r})")
+    if d_v != 512:
+        raise ValueError(f"sparse_mla: d_v ({d_v}) must be one of {{512}}")
+    return int(d_v)
+
+
+def attention_inputs(op, q, kv, attn_sink, kv_format="e4m3", gpu=False):
+    """Checks q, kv and attn_sink for dtype and ndim (and, for a GPU call, q's placement)."""
     q_dtypes, kv_dtypes, kv_layout = kv_format_dtypes(op, kv_format)
-    # Before any output is allocated from it (d_v = 2**40 would otherwise ask for terabytes).
-    if not _arrays.is_integer(d_v) or d_v != 512:
-        raise ValueError(f"sparse_mla: d_v ({d_v!r}) must be one of {{512}}")  # the library's words
     _arrays.check(op, "q", q, (3,), "[T, h, d_qk]", q_dtypes)
     if gpu:
         _arrays.require_cuda(op, "q", q)
@@ -68,6 +75,11 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
         raise ValueError(f"{op}: q has {q.shape[2]} elements in dimension 2, d_qk must be 576")
     _arrays.check(op, "kv", kv, (2, 3), kv_layout, kv_dtypes)
     _arrays.check_optional(op, "attn_sink", attn_sink, (1,), "[h]", _arrays.F32)
+
+
+def attention_outputs(op, q, d_v, out, max_logits, lse):
+    """(out, max_logits, lse): those given after their dtype and ndim checks, the others allocated
+    with q's library. Called once the extension has checked every input."""
     num_tokens, num_heads = q.shape[0], q.shape[1]
     out = _arrays.output(op, "out", out, q, (num_tokens, num_heads, d_v), (3,), "[T, h, d_v]",
                          _arrays.BF16)
@@ -79,12 +91,11 @@ def attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format=
     return out, max_logits, lse
 
 
-def sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out, max_logits, lse,
-                      kv_format, gpu=False):
-    """attention_arrays, and indices and topk_length checked too."""
+def sparse_mla_inputs(op, q, kv, indices, attn_sink, topk_length, kv_format, gpu=False):
+    """attention_inputs, and indices and topk_length checked too."""
     _arrays.check(op, "indices", indices, (2, 3), "[T, topk] or [T, 1, topk]", _arrays.I32)
     _arrays.check_optional(op, "topk_length", topk_length, (1,), "[T]", _arrays.I32)
-    return attention_arrays(op, q, kv, d_v, attn_sink, out, max_logits, lse, kv_format, gpu)
+    attention_inputs(op, q, kv, attn_sink, kv_format, gpu)
 
 
 def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
@@ -95,11 +106,15 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     flash_mla_sparse_fwd; returns (out, max_logits, lse).
     """
     op = "sparse_mla_prefill"
+    stream = _arrays.stream_argument(op, stream)
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
+    d_v = value_dim(op, d_v)
     kernel = _arrays.text(op, "kernel", kernel)
-    out, max_logits, lse = sparse_mla_arrays(op, q, kv, indices, d_v, attn_sink, topk_length, out,
-                                             max_logits, lse, kv_format, gpu=True)
+    sparse_mla_inputs(op, q, kv, indices, attn_sink, topk_length, kv_format, gpu=True)
     view = _arrays.dlpack_view
+    _fp8dsa.sparse_mla_check(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
+                             view(topk_length), q_scale, kv_scale, kv_format, kernel)
+    out, max_logits, lse = attention_outputs(op, q, d_v, out, max_logits, lse)
     with _arrays.cuda_stream(q, stream, (q, kv, indices, attn_sink, topk_length)) as handle:
         _fp8dsa.sparse_mla_prefill(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
                                    view(topk_length), q_scale, kv_scale, view(out),

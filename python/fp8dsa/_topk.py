@@ -27,9 +27,9 @@ def topk_scalars(op, k, sorted, page_size):
                             valid=f"[1, {_arrays.INT32_MAX}]"))  # the rest: the library's check, with a table
 
 
-def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, gpu=False):
-    """The arrays of one top-k call, checked for dtype and ndim (and, for a GPU call, logits'
-    placement), `out` allocated. k: checked by topk_scalars."""
+def topk_inputs(op, logits, ks, ke, page_table, row_seq, row_pos_base, gpu=False):
+    """The inputs of one top-k call, checked for dtype and ndim (and, for a GPU call, logits'
+    placement)."""
     _arrays.check(op, "logits", logits, (2,), "[T, N]", _arrays.F32)
     if gpu:
         _arrays.require_cuda(op, "logits", logits)
@@ -38,6 +38,10 @@ def topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, g
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
     _arrays.check_optional(op, "row_seq", row_seq, (1,), "[T]", _arrays.I32)
     _arrays.check_optional(op, "row_pos_base", row_pos_base, (1,), "[T]", _arrays.I32)
+
+
+def topk_output(op, logits, k, out):
+    """`out` after its dtype and ndim checks, or a new [T, k] one (k checked by topk_scalars)."""
     return _arrays.output(op, "out", out, logits, (logits.shape[0], k), (2,), "[T, k]", _arrays.I32)
 
 
@@ -46,11 +50,15 @@ def topk(logits, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0, 
     """Exact top-k of each row of `logits` on the GPU (radix select); returns indices [T, k].
     """
     op = "topk"
+    stream = _arrays.stream_argument(op, stream)
     k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
-    out = topk_arrays(op, logits, ks, ke, k, page_table, row_seq, row_pos_base, out, gpu=True)
+    topk_inputs(op, logits, ks, ke, page_table, row_seq, row_pos_base, gpu=True)
+    view = _arrays.dlpack_view
+    _fp8dsa.topk_check(view(logits), view(ks), view(ke), k, sorted, view(page_table), page_size,
+                       view(row_seq), view(row_pos_base))
+    out = topk_output(op, logits, k, out)
     workspace = _arrays.workspace(logits, _fp8dsa.topk_workspace_bytes(logits.shape[0],
                                                                        logits.shape[1], k))
-    view = _arrays.dlpack_view
     with _arrays.cuda_stream(logits, stream, (logits, ks, ke, page_table, row_seq,
                                               row_pos_base)) as handle:
         _fp8dsa.topk(view(logits), view(ks), view(ke), k, sorted, view(page_table), page_size,

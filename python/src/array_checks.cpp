@@ -1,5 +1,7 @@
 #include "array_checks.h"
 
+#include <cstdint>
+
 
 namespace fp8dsa::python {
 namespace {
@@ -157,6 +159,29 @@ ArrayView ArrayChecker::input(const char* name, const InputArray& array, std::in
 ArrayView ArrayChecker::output(const char* name, const OutputArray& array, std::initializer_list<int> ndims,
                                const char* layout, Element element) {
   return view(name, array, ndims, layout, element);
+}
+
+ArrayView ArrayChecker::planned_output(const char* name, std::initializer_list<int64_t> shape,
+                                       Element element) const {
+  alignas(256) static unsigned char stand_in[256];
+  ArrayView v;
+  v.name = name;
+  v.data = stand_in;
+  v.dtype = element == Element::kBF16 ? DType::kBF16 : element == Element::kF32 ? DType::kF32
+          : element == Element::kI32  ? DType::kI32  : DType::kE4M3;
+  v.ndim = static_cast<int>(shape.size());
+  int d = 0;
+  for (int64_t extent : shape) {
+    v.shape[d++] = extent;
+    v.empty |= extent == 0;
+  }
+  int64_t packed = 1;
+  for (d = v.ndim - 1; d >= 0; --d) {
+    v.strides[d] = packed;
+    // Saturating: validate() refuses a tensor whose extent overflows int64.
+    if (__builtin_mul_overflow(packed, v.shape[d], &packed)) packed = INT64_MAX;
+  }
+  return v;
 }
 
 void ArrayChecker::expect_extent(const ArrayView& view, int dim, int64_t expected,

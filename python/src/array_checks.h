@@ -55,6 +55,10 @@ class ArrayChecker {
                   const char* layout, Element element);
   ArrayView output(const char* name, const OutputArray& array, std::initializer_list<int> ndims,
                    const char* layout, Element element);
+  // An output the caller has not allocated yet, for the checks made before it does: `shape`,
+  // packed, at an aligned stand-in address that nothing reads (validate() dereferences nothing).
+  // `element`'s first dtype.
+  ArrayView planned_output(const char* name, std::initializer_list<int64_t> shape, Element element) const;
 
   // view.shape[dim] == expected, where `meaning` says where the expected extent comes from.
   void expect_extent(const ArrayView& view, int dim, int64_t expected, const std::string& meaning) const;

@@ -7,6 +7,9 @@
 namespace fp8dsa::python {
 
 void raise_if_error(const Status& status) {
+  // A signal handler's exception (the cancel check's) wins over the Status it led to, Cancelled or
+  // not (a reference may fail otherwise in the same item).
+  if (!status.is_ok() && PyErr_Occurred() != nullptr) throw nb::python_error();
   switch (status.code()) {
     case StatusCode::kOk:
       return;
@@ -23,6 +26,11 @@ void raise_if_error(const Status& status) {
       PyErr_SetString(PyExc_RuntimeError, status.to_string().c_str());
       throw nb::python_error();
   }
+}
+
+bool python_signal_raised(void*) {
+  nb::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
 }
 
 DeviceScope::DeviceScope(int device_id) {

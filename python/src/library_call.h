@@ -1,5 +1,7 @@
 // Running a library call from Python: on the arrays' CUDA device, without the GIL, and with its
-// Status turned into a Python exception.
+// Status turned into a Python exception. A host call (a CPU reference) stops on Ctrl-C: it asks
+// Python for pending signals between pieces of its work (fp8dsa/cancel.h), and the
+// KeyboardInterrupt (or what the signal's handler raised) comes out of the call.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
 
+#include "fp8dsa/cancel.h"
 #include "fp8dsa/status.h"
 
 namespace fp8dsa::python {
@@ -15,8 +18,13 @@ namespace fp8dsa::python {
 namespace nb = nanobind;
 
 // InvalidArgument -> ValueError, NotImplemented -> NotImplementedError, OutOfMemory -> MemoryError,
-// every other code (WorkspaceTooSmall, NoDevice, UnsupportedDevice, CudaError) -> RuntimeError.
+// every other code (WorkspaceTooSmall, NoDevice, UnsupportedDevice, CudaError) -> RuntimeError;
+// any code with a Python exception pending (a signal handler's, Cancelled) -> that exception.
 void raise_if_error(const Status& status);
+
+// The cancel check of host calls: runs Python's signal handlers (the GIL taken for it); true when
+// one raised, the exception then pending on this thread.
+bool python_signal_raised(void* unused);
 
 // Makes `device_id` current for the library's CUDA runtime for the scope of one call, and restores
 // the previous device (which matters when that runtime is shared with the caller's, e.g. torch).
@@ -46,6 +54,7 @@ void run_library_call(int device_id, Call&& call) {
       DeviceScope device(device_id);
       status = device.status().is_ok() ? std::forward<Call>(call)() : device.status();
     } else {
+      reference::ScopedCancelCheck cancel(&python_signal_raised, nullptr);
       status = std::forward<Call>(call)();
     }
   }

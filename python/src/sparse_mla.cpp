@@ -1,9 +1,13 @@
 // _fp8dsa.sparse_mla_prefill / sparse_mla_cpu: the arrays of flash_mla_sparse_fwd, plus
-// indices [T, topk] or [T, 1, topk] i32, topk_length [T] i32 and the kv format by name.
+// indices [T, topk] or [T, 1, topk] i32, topk_length [T] i32 and the kv format by name; their
+// *_check forms, every argument but the outputs, for the Python layer to call before it allocates them.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "cpu_time_limit.h"
+#include "field_names.h"
+#include "fp8dsa/cpu_time.h"
 #include "kernel_choice.h"
 #include "library_call.h"
 #include "stage_params.h"
@@ -15,11 +19,11 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
                                   const InputArray& indices, float sm_scale, int d_v,
                                   const std::optional<InputArray>& attn_sink,
                                   const std::optional<InputArray>& topk_length, float q_scale,
-                                  float kv_scale, const OutputArray& out,
-                                  const OutputArray& max_logits, const OutputArray& lse,
+                                  float kv_scale, const OutputArray* out,
+                                  const OutputArray* max_logits, const OutputArray* lse,
                                   const std::string& kv_format) {
   const AttentionArrays views =
-      attention_arrays(arrays, q, kv, out, max_logits, lse, kv_format_from_name(arrays, kv_format));
+      attention_arrays(arrays, q, kv, out, max_logits, lse, d_v, kv_format_from_name(arrays, kv_format));
   SparseMlaParams p = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
 
   const ArrayView index_view =
@@ -33,7 +37,7 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
     p.topk_length = static_cast<const int32_t*>(
         arrays.vector("topk_length", *topk_length, "[T]", Element::kI32, p.num_tokens, "q's T").data);
   }
-  raise_if_error(validate(p));
+  raise_if_error(in_argument_terms(validate(p), attention_field_names()));
   check_attention_out(arrays, views, p);
   return p;
 }
@@ -45,7 +49,7 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
                         const std::string& kv_format, const std::string& kernel, uintptr_t stream) {
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                        q_scale, kv_scale, out, max_logits, lse, kv_format);
+                                        q_scale, kv_scale, &out, &max_logits, &lse, kv_format);
   p.kernel = sparse_mla_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
@@ -58,8 +62,31 @@ void sparse_mla_cpu(const InputArray& q, const InputArray& kv, const InputArray&
                     const std::string& kv_format) {
   ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
   const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                              q_scale, kv_scale, out, max_logits, lse, kv_format);
+                                              q_scale, kv_scale, &out, &max_logits, &lse, kv_format);
   run_library_call(-1, [&] { return reference::sparse_mla_cpu(p); });
+}
+
+// Every argument of sparse_mla_prefill / sparse_mla_cpu but the outputs it is about to allocate.
+void sparse_mla_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
+                      int d_v, const std::optional<InputArray>& attn_sink,
+                      const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                      const std::string& kv_format, const std::string& kernel) {
+  ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
+  sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale, kv_scale, nullptr,
+                    nullptr, nullptr, kv_format);
+  sparse_mla_kernel_from_name(arrays, kernel);
+}
+
+// Also refuses a call estimated past max_seconds.
+void sparse_mla_cpu_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
+                          int d_v, const std::optional<InputArray>& attn_sink,
+                          const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
+                          const std::string& kv_format, double max_seconds) {
+  ArrayChecker arrays("reference.sparse_mla_prefill", Placement::kHost);
+  const SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale,
+                                              kv_scale, nullptr, nullptr, nullptr, kv_format);
+  refuse_past_time_limit(arrays, 0.0, reference::sparse_mla_cpu_flops(p.num_heads, attention_keys(p), p.d_qk, p.d_v),
+                         max_seconds, "fp8dsa.sparse_mla_prefill");
 }
 
 }  // namespace
@@ -73,6 +100,12 @@ void bind_sparse_mla(nb::module_& m) {
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
         nb::arg("kv_format"));
+  m.def("sparse_mla_check", &sparse_mla_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("kernel"));
+  m.def("sparse_mla_cpu_check", &sparse_mla_cpu_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
+        nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("max_seconds"));
 }
 
 }  // namespace fp8dsa::python

@@ -62,8 +62,8 @@ IndexerParams indexer_params(ArrayChecker& arrays, const IndexerArrayNames& name
 }
 
 AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, const InputArray& kv,
-                                 const OutputArray& out, const OutputArray& max_logits,
-                                 const OutputArray& lse, KvFormat kv_format) {
+                                 const OutputArray* out, const OutputArray* max_logits,
+                                 const OutputArray* lse, int d_v, KvFormat kv_format) {
   AttentionArrays v;
   v.kv_format = kv_format;
   const bool v32 = kv_format == KvFormat::kDeepSeekV32;
@@ -73,12 +73,17 @@ AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, cons
   } else {
     v.kv = arrays.input("kv", kv, {2, 3}, "[N, d_qk] or [N, 1, d_qk]", Element::kE4M3OrBF16);
   }
-  v.out = arrays.output("out", out, {3}, "[T, h, d_v]", Element::kBF16);
-  v.max_logits = arrays.output("max_logits", max_logits, {2}, "[T, h]", Element::kF32);
-  v.lse = arrays.output("lse", lse, {2}, "[T, h]", Element::kF32);
-
   const int64_t num_tokens = v.q.shape[0];
   const int64_t num_heads = v.q.shape[1];
+  v.out = out ? arrays.output("out", *out, {3}, "[T, h, d_v]", Element::kBF16)
+              : arrays.planned_output("out", {num_tokens, num_heads, d_v}, Element::kBF16);
+  const auto stats = [&](const char* name, const OutputArray* array) {
+    return array ? arrays.output(name, *array, {2}, "[T, h]", Element::kF32)
+                 : arrays.planned_output(name, {num_tokens, num_heads}, Element::kF32);
+  };
+  v.max_logits = stats("max_logits", max_logits);
+  v.lse = stats("lse", lse);
+
   if (v.kv.ndim == 3) arrays.expect_extent(v.kv, 1, 1, "one latent KV head");
   if (v32) {
     arrays.expect_extent(v.kv, v.kv.ndim - 1, kV32RowBytes, "the deepseek_v32 row");

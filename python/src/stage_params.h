@@ -45,9 +45,11 @@ struct AttentionArrays {
   KvFormat kv_format = KvFormat::kE4m3;
   ArrayView q, kv, out, max_logits, lse;
 };
+// Outputs not given (null) are planned ones ([T, h, d_v], [T, h]): the checks made before the
+// caller allocates them.
 AttentionArrays attention_arrays(ArrayChecker& arrays, const InputArray& q, const InputArray& kv,
-                                 const OutputArray& out, const OutputArray& max_logits,
-                                 const OutputArray& lse, KvFormat kv_format = KvFormat::kE4m3);
+                                 const OutputArray* out, const OutputArray* max_logits,
+                                 const OutputArray* lse, int d_v, KvFormat kv_format = KvFormat::kE4m3);
 SparseMlaParams attention_params(ArrayChecker& arrays, const AttentionArrays& views, float sm_scale,
                                  int d_v, const std::optional<InputArray>& attn_sink, float q_scale,
                                  float kv_scale);

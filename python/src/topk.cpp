@@ -1,10 +1,13 @@
 // _fp8dsa.topk / topk_cpu / topk_workspace_bytes: logits [T, N] f32, ks / ke [T] i32, indices
-// [T, k] i32, and the page-table transform's page_table [B, P], row_seq / row_pos_base [T] i32.
+// [T, k] i32, and the page-table transform's page_table [B, P], row_seq / row_pos_base [T] i32;
+// topk_check / topk_cpu_check, every argument but the indices, for the Python layer to call before it allocates them.
 #include <optional>
+#include <utility>
 
 #include <nanobind/stl/optional.h>
 
 #include "bindings.h"
+#include "field_names.h"
 #include "library_call.h"
 #include "stage_params.h"
 #include "fp8dsa/topk.h"
@@ -16,11 +19,12 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
                        const InputArray& ke, int k, bool sorted,
                        const std::optional<InputArray>& page_table, int page_size,
                        const std::optional<InputArray>& row_seq,
-                       const std::optional<InputArray>& row_pos_base, const OutputArray& out) {
+                       const std::optional<InputArray>& row_pos_base, const OutputArray* out) {
   const ArrayView logits_view = arrays.input("logits", logits, {2}, "[T, N]", Element::kF32);
   const ArrayView ks_view = arrays.input("ks", ks, {1}, "[T]", Element::kI32);
   const ArrayView ke_view = arrays.input("ke", ke, {1}, "[T]", Element::kI32);
-  const ArrayView out_view = arrays.output("out", out, {2}, "[T, k]", Element::kI32);
+  const ArrayView out_view = out ? arrays.output("out", *out, {2}, "[T, k]", Element::kI32)
+                                 : arrays.planned_output("out", {logits_view.shape[0], k}, Element::kI32);
 
   TopkParams p;
   p.num_rows = logits_view.shape[0];
@@ -39,8 +43,9 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
   p.indices = static_cast<int32_t*>(out_view.data);
   p.ld_indices = out_view.field_stride(0);
   set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "logits' T", &p);
-  raise_if_error(validate(p));
+  // out's width before its row stride is compared with k (k's own range is the Python layer's).
   arrays.expect_extent(out_view, 1, p.k, "k");
+  raise_if_error(in_argument_terms(validate(p), topk_field_names("logits' T", "logits' N")));
   return p;
 }
 
@@ -60,7 +65,7 @@ void topk(const InputArray& logits, const InputArray& ks, const InputArray& ke, 
           const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream) {
   ArrayChecker arrays("topk", Placement::kCuda);
   TopkParams p = topk_params(arrays, logits, ks, ke, k, sorted, page_table, page_size, row_seq,
-                             row_pos_base, out);
+                             row_pos_base, &out);
   const Workspace space = aligned_workspace(arrays, workspace);
   p.workspace = space.data;
   p.workspace_bytes = space.bytes;
@@ -74,8 +79,17 @@ void topk_cpu(const InputArray& logits, const InputArray& ks, const InputArray& 
               const OutputArray& out) {
   ArrayChecker arrays("reference.topk", Placement::kHost);
   const TopkParams p = topk_params(arrays, logits, ks, ke, k, sorted, page_table, page_size, row_seq,
-                                   row_pos_base, out);
+                                   row_pos_base, &out);
   run_library_call(-1, [&] { return reference::topk_cpu(p); });
+}
+
+// Every argument of topk / topk_cpu but the out it is about to allocate.
+template <Placement placement>
+void topk_check(const InputArray& logits, const InputArray& ks, const InputArray& ke, int k, bool sorted,
+                const std::optional<InputArray>& page_table, int page_size,
+                const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base) {
+  ArrayChecker arrays(placement == Placement::kHost ? "reference.topk" : "topk", placement);
+  topk_params(arrays, logits, ks, ke, k, sorted, page_table, page_size, row_seq, row_pos_base, nullptr);
 }
 
 }  // namespace
@@ -86,6 +100,12 @@ void bind_topk(nb::module_& m) {
   m.def("topk", &topk, nb::arg("logits"), nb::arg("ks"), nb::arg("ke"), nb::arg("k"), nb::arg("sorted"),
         nb::arg("page_table").none(), nb::arg("page_size"), nb::arg("row_seq").none(),
         nb::arg("row_pos_base").none(), nb::arg("out"), nb::arg("workspace").none(), nb::arg("stream"));
+  for (const auto& [name, check] : {std::pair{"topk_check", &topk_check<Placement::kCuda>},
+                                    std::pair{"topk_cpu_check", &topk_check<Placement::kHost>}}) {
+    m.def(name, check, nb::arg("logits"), nb::arg("ks"), nb::arg("ke"), nb::arg("k"), nb::arg("sorted"),
+          nb::arg("page_table").none(), nb::arg("page_size"), nb::arg("row_seq").none(),
+          nb::arg("row_pos_base").none());
+  }
   m.def("topk_cpu", &topk_cpu, nb::arg("logits"), nb::arg("ks"), nb::arg("ke"), nb::arg("k"),
         nb::arg("sorted"), nb::arg("page_table").none(), nb::arg("page_size"), nb::arg("row_seq").none(),
         nb::arg("row_pos_base").none(), nb::arg("out"));

@@ -84,7 +84,7 @@ class TestSparseMla:
         with pytest.raises(ValueError, match=r"sparse_mla: topk \(100\) must be a multiple of 64"):
             run_mla(mla, indices=np.zeros((4, 100), np.int32))
         with pytest.raises(ValueError,
-                           match=r"sparse_mla: num_heads \(12\) must be one of \{8, 16, 32, 64, 128\}"):
+                           match=r"sparse_mla: q's h \(12\) must be one of \{8, 16, 32, 64, 128\}"):
             run_mla(mla, q=np.zeros((4, 12, 576), np.uint8))
         with pytest.raises(ValueError, match=r"sparse_mla: d_v \(256\) must be one of \{512\}"):
             run_mla(mla, d_v=256)
@@ -102,7 +102,7 @@ class TestSparseMla:
     def test_strides_and_alignment(self, mla):
         with pytest.raises(ValueError, match=r"sparse_mla: q \(0x[0-9a-f]+\) must be 16-byte aligned"):
             run_mla(mla, q=misaligned(mla["q"]))
-        with pytest.raises(ValueError, match=r"sparse_mla: kv_row_stride \(580\) must be a multiple of 16"):
+        with pytest.raises(ValueError, match=r"sparse_mla: kv's stride in dimension 0 \(580\) must be a multiple of 16"):
             run_mla(mla, kv=np.zeros((200, 580), np.uint8)[:, :576])
         with pytest.raises(ValueError, match="q must be contiguous in its innermost dimension"):
             run_mla(mla, q=np.zeros((4, 16, 1152), np.uint8)[:, :, ::2])
@@ -135,10 +135,10 @@ class TestIndexer:
     def test_library_values(self, indexer):
         args = dict(indexer)
         with pytest.raises(ValueError,
-                           match=r"indexer: num_heads \(3\) must be one of \{4, 8, 16, 32, 64\}"):
+                           match=r"indexer: q's H \(3\) must be one of \{4, 8, 16, 32, 64\}"):
             fp8dsa.reference.indexer_logits(**dict(args, q=np.zeros((4, 3, 128), np.uint8),
                                                    weights=np.ones((4, 3), np.float32)))
-        with pytest.raises(ValueError, match=r"indexer: ldl \(33\) must be a multiple of 4"):
+        with pytest.raises(ValueError, match=r"logits rows must start 16 bytes apart .*given 33\): pass a \[T, N\] view of rows of 36"):
             fp8dsa.reference.indexer_logits(**args, logits=np.zeros((4, 33), np.float32))
 
     def test_gpu_call_refuses_host_arrays(self, indexer):
@@ -245,7 +245,8 @@ class TestScalarsAndSizes:
     def test_sizes_refused_before_allocation(self, indexer):
         rows = np.broadcast_to(np.zeros((1, 10), np.float32), (2**31 + 5, 10))
         bounds = np.broadcast_to(np.zeros(1, np.int32), (2**31 + 5,))
-        with pytest.raises(ValueError, match=r"out would be \[T, k\] = \[2147483653, 4\]"):
+        # Every argument is checked before out ([T, k]) is allocated: the broadcast first.
+        with pytest.raises(ValueError, match=r"reference.topk: logits has stride 0 in dimension 0"):
             fp8dsa.reference.topk(rows, bounds, bounds, 4)
         # A GPU call checks the placement first (2**30 rows x k = 2048 would be 8 GiB).
         with pytest.raises(ValueError, match="topk: logits must be on a CUDA device"):
@@ -280,7 +281,7 @@ class TestScalarsAndSizes:
         with pytest.raises(ValueError, match="reference.topk: out must be writable"):
             fp8dsa.reference.topk(logits, ks, ke, 4, out=np.broadcast_to(np.zeros((1, 4), np.int32), (2, 4)))
         wide = dict(indexer, q=np.broadcast_to(indexer["q"][:1], (2**31, 8, 128)))
-        with pytest.raises(ValueError, match=r"reference.indexer_logits: logits would be \[T, N\]"):
+        with pytest.raises(ValueError, match=r"reference.indexer_logits: q has stride 0 in dimension 0"):
             fp8dsa.reference.indexer_logits(**dict(wide, weights=np.broadcast_to(indexer["weights"][:1], (2**31, 8))))
         # page_size without a table would transform nothing: refused, as row_seq is.
         with pytest.raises(ValueError, match=r"topk: page_size \(-1\) is given but page_table is null"):

@@ -38,10 +38,24 @@ def test_indexer_rejections():
         fp8dsa.indexer_logits(q, kv, weights.cpu(), ks, ke)
     with pytest.raises(ValueError, match="kernel 'fastest' must be one of 'auto', 'q_resident'"):
         fp8dsa.indexer_logits(q, kv, weights, ks, ke, kernel="fastest")
-    with pytest.raises(ValueError, match=r"indexer: ldl \(17\) must be a multiple of 4"):
+    with pytest.raises(ValueError, match=r"logits rows must start 16 bytes apart .*given 17\): pass a \[T, N\] view of rows of 20"):
         fp8dsa.indexer_logits(q, kv, weights, ks, ke, logits=torch.empty(8, 17, device=DEVICE))
     with pytest.raises(TypeError, match=r"ks dtype must be int32 \(given int64\)"):
         fp8dsa.indexer_logits(q, kv, weights, ks.long(), ke)
+
+
+def test_indexer_arguments_checked_before_the_logits_are_allocated(monkeypatch):
+    """H = 3, and a q broadcast to 2**30 rows (8 TiB of logits), raise their own errors before
+    any allocation."""
+    problem = indexer_problem(3, [8], [120], 3)
+    monkeypatch.setattr(fp8dsa._arrays, "empty", lambda *args: pytest.fail(f"allocated {args[1:]}"))
+    with pytest.raises(ValueError, match=r"\(3\) must be one of \{4, 8, 16, 32, 64\}"):
+        fp8dsa.indexer_logits(*indexer_args(problem))
+    q, kv, weights, ks, ke = indexer_args(indexer_problem(4, [8], [2040], 8))
+    rows = 2**30
+    with pytest.raises(ValueError, match="q has stride 0 in dimension 0"):
+        fp8dsa.indexer_logits(q[:1].expand(rows, -1, -1), kv, weights[:1].expand(rows, -1),
+                              ks[:1].expand(rows), ke[:1].expand(rows))
 
 
 def logits_problem(seed, num_rows, num_keys):

@@ -170,7 +170,7 @@ def test_v32_rejections():
         run(q, kv.view(np.uint16), indices, SM_SCALE, **V32)
     with pytest.raises(ValueError, match="kv has 576 elements in dimension 1, the deepseek_v32 row needs 656"):
         run(q, kv[:, :576], indices, SM_SCALE, **V32)
-    with pytest.raises(ValueError, match=r"sparse_mla: kv_row_stride \(664\) must be a multiple of 16"):
+    with pytest.raises(ValueError, match=r"sparse_mla: kv's stride in dimension 0 \(664\) must be a multiple of 16"):
         run(q, np.zeros((150, 664), np.uint8)[:, :656], indices, SM_SCALE, **V32)
-    with pytest.raises(ValueError, match=r"sparse_mla: q_head_stride \(580\) must be a multiple of 8"):
+    with pytest.raises(ValueError, match=r"sparse_mla: q's stride in dimension 1 \(580\) must be a multiple of 8"):
         run(np.zeros((5, 8, 580), np.uint16)[:, :, :576], kv, indices, SM_SCALE, **V32)

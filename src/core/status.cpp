@@ -12,6 +12,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupportedDevice: return "UnsupportedDevice";
     case StatusCode::kCudaError: return "CudaError";
     case StatusCode::kOutOfMemory: return "OutOfMemory";
+    case StatusCode::kCancelled: return "Cancelled";
   }
   return "Unknown";
 }

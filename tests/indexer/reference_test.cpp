@@ -10,6 +10,7 @@
 #include "common/memory_limit.h"
 #include "tools/metrics.h"
 #include "tools/random_inputs.h"
+#include "fp8dsa/cancel.h"
 #include "fp8dsa/fp8.h"
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
@@ -346,6 +347,19 @@ TEST(IndexerReference, OutOfMemoryIsAStatus) {
   const Status s = reference::indexer_logits_cpu_f64(pr.params, &logits);
   EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();
   EXPECT_NE(s.message().find("indexer reference"), std::string::npos) << s.to_string();
+}
+
+TEST(IndexerReference, CancelledByTheCallersCheck) {
+  // 2048 x 4096 pairs at H = 64, D = 128: seconds of work, stopped at the first check (50 ms in).
+  const int64_t T = 2048, N = 4096;
+  Problem pr = make_problem(T, N, 64, 128, tools::full_key_ranges(T, N), 12);
+  int calls = 0;
+  const auto stop = [](void* context) { return ++*static_cast<int*>(context) > 0; };
+  reference::ScopedCancelCheck cancel(stop, &calls);
+  const Status s = reference::indexer_logits_cpu(pr.params);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.to_string();
+  EXPECT_EQ(s.message(), "indexer reference: stopped by the cancel check");
+  EXPECT_EQ(calls, 1);
 }
 
 }  // namespace

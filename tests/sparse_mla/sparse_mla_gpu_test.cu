@@ -206,7 +206,7 @@ TEST(SparseMlaFp8, NanScoreMakesItsRowNan) {
     const std::vector<uint16_t> out = pr.d_out.download();
     const std::vector<float> lse = pr.d_lse.download(), max_logits = pr.d_max_logits.download();
     std::vector<double> ref_out, ref_lse, ref_max;
-    FP8DSA_ASSERT_STATUS_OK(detail::sparse_mla::sparse_mla_cpu_f64(p, &ref_out, &ref_lse, &ref_max));
+    FP8DSA_ASSERT_STATUS_OK(reference::sparse_mla_cpu_f64(p, &ref_out, &ref_lse, &ref_max));
     for (int64_t t = 0; t < c.num_tokens; ++t) {
       for (int64_t head = 0; head < h; ++head) {
         const int64_t row = t * h + head;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <string>
 #include <vector>
 
 #include <nanobind/stl/string.h>
@@ -124,8 +126,17 @@ std::tuple<Int32Array, Int32Array, int64_t> build_causal_bounds(const std::vecto
     fits = total_tokens <= kMax && total_keys <= kMax;
     if (!fits) break;
   }
-  std::vector<int32_t> ks(fits ? static_cast<size_t>(total_tokens) : 0);
-  std::vector<int32_t> ke(ks.size());
+  std::vector<int32_t> ks, ke;
+  try {
+    ks.resize(fits ? static_cast<size_t>(total_tokens) : 0);
+    ke.resize(ks.size());
+  } catch (const std::bad_alloc&) {
+    // A bare std::bad_alloc would name neither the call nor the size.
+    const std::string message = "build_causal_bounds: cannot allocate ks and ke for " + std::to_string(total_tokens) +
+                                " tokens (" + std::to_string(8 * total_tokens) + " bytes)";
+    PyErr_SetString(PyExc_MemoryError, message.c_str());
+    throw nb::python_error();
+  }
   int64_t num_tokens = 0;
   int64_t num_keys = 0;
   raise_if_error(fp8dsa::build_causal_bounds(sequences, ks.empty() ? nullptr : ks.data(),

@@ -149,8 +149,12 @@ struct DeviceProblem {
 
   TopkParams params(bool paged, cudaStream_t stream = nullptr) const {
     TopkParams p = pb.params(logits.get(), ks.get(), ke.get(), out.get(), table.get(), seq.get(), base.get());
-    if (!paged) {
+    if (!paged) {  // every page-table field back to its default: without a table they are refused
       p.page_table = nullptr;
+      p.page_table_stride = 0;
+      p.num_seqs = 0;
+      p.pages_per_seq = 0;
+      p.page_size = 0;
       p.row_seq = nullptr;
       p.row_pos_base = nullptr;
     }

@@ -42,6 +42,7 @@ struct Options {
   std::vector<tools::MlaSelection> mla_selections;
   std::vector<int64_t> mla_keys;
   std::vector<int> mla_qk_chains;
+  std::vector<int> mla_heads;
   std::string anchor_dir = "/tmp/fp8dsa_anchors";
 };
 
@@ -75,6 +76,8 @@ void print_usage(std::FILE* out) {
                "                 uniform (distinct uniform rows over the visible pool) (default: both)\n"
                "  --mla-keys=LIST  sparse MLA cache sizes N (default: 32768 with --quick, else\n"
                "                 8192,32768,131072,262144; the data sets other than realistic at 32768 only)\n"
+               "  --mla-heads=LIST sparse MLA (576-byte rows) head counts, of 128, 64, 32, 16, 8 (default: all;\n"
+               "                 with --quick 128,64,16,8)\n"
                "  --mla-qk-chains=LIST  FP8DSA_TUNING builds: also time these sparse MLA QK^T chain counts\n"
                "                 (rows with qk_chains=N) and print their accuracy\n"
                "  --anchor-dir=DIR  where the anchors' input files are written (default /tmp/fp8dsa_anchors)\n"
@@ -166,6 +169,17 @@ int parse_args(int argc, char** argv, Options* opt) {
           return 2;
         }
         opt->mla_keys.push_back(n);
+      }
+    } else if (starts_with(a, "--mla-heads=", &v) && *v != '\0') {
+      opt->mla_heads.clear();
+      for (const std::string& item : split_list(v)) {
+        int h = 0;
+        if (!parse_int(item.c_str(), 1, &h) || (h != 128 && h != 64 && h != 32 && h != 16 && h != 8)) {
+          std::fprintf(stderr, "fp8dsa_bench: --mla-heads wants head counts of 128, 64, 32, 16, 8, got '%s'\n",
+                       item.c_str());
+          return 2;
+        }
+        opt->mla_heads.push_back(h);
       }
     } else if (starts_with(a, "--mla-qk-chains=", &v) && *v != '\0') {
       opt->mla_qk_chains.clear();
@@ -267,6 +281,7 @@ int main(int argc, char** argv) {
   ctx.mla_selections = opt.mla_selections;
   ctx.mla_keys = opt.mla_keys;
   ctx.mla_qk_chains = opt.mla_qk_chains;
+  ctx.mla_heads = opt.mla_heads;
   ctx.anchor_dir = opt.anchor_dir;
   std::printf("fp8dsa_bench on %s (%d SMs, L2 %d MB), commit %s, median of %d reps after %d warm-up\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.commit.c_str(), opt.reps, opt.warmup);

@@ -31,6 +31,7 @@ struct BenchContext {
   std::vector<tools::MlaSelection> mla_selections;  // sparse MLA selections (empty: both)
   std::vector<int64_t> mla_keys;      // sparse MLA cache sizes (empty: the bench's default list)
   std::vector<int> mla_qk_chains;     // FP8DSA_TUNING builds: QK^T chain counts timed besides the default
+  std::vector<int> mla_heads;         // sparse MLA head counts (empty: the bench's default list)
   std::string anchor_dir;  // where the anchors' input and output files go
 };
 

@@ -164,6 +164,24 @@ int main(int argc, char** argv) {
                   "end %.2f; -> the SM's next CTA %.2f; the producer idle at the end %.2f\n",
                   h, ctas, clock_khz / 1000, fill / n * us_per_cycle, pairs / n * us_per_cycle, end / n * us_per_cycle,
                   gaps > 0 ? next / gaps * us_per_cycle : 0.0, producer_idle / n * us_per_cycle);
+      // The pair loop's steps, cycles a pair, per math group (phase_probe.cuh: PairStep).
+      std::vector<uint32_t> steps;
+      FP8DSA_TOOL_CHECK_OK(read_pair_steps(&steps));
+      // Averaged over a CTA's 16 pairs (the last, peeled, has no lead and no chains of a next tile).
+      const double pairs_per_cta = 2048.0 / 64 / 2;
+      static const char* kStepNames[kNumPairSteps] = {"lead", "bounds", "probabilities", "P wait", "values", "chains"};
+      for (int g = 0; g < 2; ++g) {
+        std::printf("h=%d math group %d, cycles a pair:", h, g);
+        double total = 0;
+        for (int k = 0; k < kNumPairSteps; ++k) {
+          double sum = 0;
+          for (size_t i = 0; i < ctas; ++i) sum += steps[(i * 2 + g) * kNumPairSteps + k];
+          sum /= n * pairs_per_cta;
+          total += sum;
+          std::printf(" %s %.0f", kStepNames[k], sum);
+        }
+        std::printf("; total %.0f\n", total);
+      }
     }
     return 0;
 #else

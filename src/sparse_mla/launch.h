@@ -72,6 +72,8 @@ Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStrea
 #if defined(FP8DSA_MLA_PHASE_PROBE)
 // The seesaw kernel's phase marks of its last launch (phase_probe.cuh): kPhaseProbeCtas x kNumMarks.
 Status read_phase_probe(std::vector<uint64_t>* marks);
+// Its per-step cycle sums of the pair loop: kPhaseProbeCtas x 2 math groups x kNumPairSteps.
+Status read_pair_steps(std::vector<uint32_t>* sums);
 #endif
 // One per instantiation file (small_heads_h*.cu).
 template <int kH>

@@ -14,6 +14,11 @@ namespace fp8dsa::detail::sparse_mla {
 // stores issued), and after the producer issued its last tile.
 enum PhaseMark : int { kMarkSmid, kMarkEntry, kMarkFirstScore, kMarkLoopEnd, kMarkEnd, kMarkProducerEnd, kNumMarks };
 constexpr int kPhaseProbeCtas = 16384;
+// Within the pair loop, thread 0 of each math group sums clock() cycles of each step of a pair over
+// the CTA's pairs (seesaw_kernel.cuh, run_pair): the next tile's gather wait and lead chain; the mask,
+// the row bounds and their exchange; the probabilities and P's store; the wait for both P slots; the
+// O^T rescale and the pair's P.V; the next tile's other QK^T chains.
+enum PairStep : int { kStepLead, kStepBounds, kStepProbabilities, kStepPWait, kStepValues, kStepChains, kNumPairSteps };
 
 #if defined(FP8DSA_MLA_PHASE_PROBE)
 __device__ unsigned long long g_phase_probe[kPhaseProbeCtas][kNumMarks];
@@ -34,7 +39,36 @@ __device__ __forceinline__ void phase_mark(PhaseMark mark) {
   do {                                     \
     if (condition) phase_mark(mark);       \
   } while (0)
+
+__device__ unsigned g_pair_steps[kPhaseProbeCtas][2][kNumPairSteps];
+
+// One math group's step clock: `step` adds the cycles since the previous step (thread 0 only).
+struct PairStepClock {
+  unsigned last, sums[kNumPairSteps];
+  __device__ __forceinline__ PairStepClock() : last(static_cast<unsigned>(clock())), sums{} {}
+  __device__ __forceinline__ void step(int s) {
+    const unsigned now = static_cast<unsigned>(clock());
+    sums[s] += now - last;
+    last = now;
+  }
+  __device__ __forceinline__ void store(bool thread0, int group) const {
+    if (!thread0 || blockIdx.x >= kPhaseProbeCtas) return;
+    for (int s = 0; s < kNumPairSteps; ++s) g_pair_steps[blockIdx.x][group][s] = sums[s];
+  }
+};
+#define FP8DSA_PAIR_STEP_CLOCK(name) PairStepClock name
+#define FP8DSA_PAIR_STEP(clock, s) clock.step(s)
+#define FP8DSA_PAIR_STEP_STORE(clock, thread0, group) clock.store(thread0, group)
 #else
+#define FP8DSA_PAIR_STEP_CLOCK(name) \
+  do {                               \
+  } while (0)
+#define FP8DSA_PAIR_STEP(clock, s) \
+  do {                             \
+  } while (0)
+#define FP8DSA_PAIR_STEP_STORE(clock, thread0, group) \
+  do {                                                \
+  } while (0)
 #define FP8DSA_PHASE_MARK(condition, mark) \
   do {                                     \
   } while (0)

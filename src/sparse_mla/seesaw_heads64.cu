@@ -36,6 +36,11 @@ Status read_phase_probe(std::vector<uint64_t>* marks) {
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(marks->data(), g_phase_probe, marks->size() * sizeof(uint64_t)));
   return Status::ok();
 }
+Status read_pair_steps(std::vector<uint32_t>* sums) {
+  sums->assign(static_cast<size_t>(kPhaseProbeCtas) * 2 * kNumPairSteps, 0);
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(sums->data(), g_pair_steps, sums->size() * sizeof(uint32_t)));
+  return Status::ok();
+}
 #endif
 
 Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStream_t stream) {

@@ -166,6 +166,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     finish_after_lead<Shape, Plan>(s, lead, desc_q, k_descriptor(m));
   }
   FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkFirstScore);
+  FP8DSA_PAIR_STEP_CLOCK(steps);
   // One pair; with kNext, the lead chain of the group's next tile runs on the tensor cores under the
   // softmax, and its other chains follow the pair's P.V.
   const auto run_pair = [&](int pair, auto next) {
@@ -176,6 +177,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       hopper::fence_proxy_async_smem();  // cp.async wrote the tile; wgmma reads it
       issue_plan_chain<Shape, Plan, 0>(lead, desc_q, k_descriptor(tile + 2));
     }
+    FP8DSA_PAIR_STEP(steps, kStepLead);
     const float2 bound = mask_and_bound_rows(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
                                              __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane,
                                              thread_max);
@@ -183,6 +185,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     bound_own[0] = bound.x;
     bound_own[8] = bound.y;
     hopper::named_barrier_sync(kSeesawBounds, C::kMathThreads);
+    FP8DSA_PAIR_STEP(steps, kStepBounds);
     const float peer[2] = {bound_peer[0], bound_peer[8]};
     float alpha[2], bias[2];
     alpha[0] = lazy_rescale(fmaxf(bound.x, peer[0]) * scale_log2, m_bound[0], m_ref[0], bias[0]);
@@ -195,6 +198,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       store_p(smem + C::kPOffset + m * C::kPSlotBytes, warp, lane, pf);
     }
     hopper::fence_proxy_async_smem();  // P is read by the wgmmas of both groups
+    FP8DSA_PAIR_STEP(steps, kStepProbabilities);
     // The other group's tile was gathered long ago (its QK^T is done); its barrier phase is waited
     // for all the same, for the visibility of the copies to this thread.
     const int tile_a = 2 * pair, tile_b = tile_a + 1;
@@ -205,16 +209,19 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     // Both groups' P: each group adds both tiles (measured: adding its own tile first, behind a
     // barrier of its own, and the other group's on an mbarrier signal, was 2-3% slower).
     hopper::named_barrier_sync(kSeesawP, C::kMathThreads);
+    FP8DSA_PAIR_STEP(steps, kStepPWait);
     // The next tile's indices, loaded now and used a whole pair later.
     idx_even = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 2) * C::kKeysPerTile + 2 * lane + 1, length);
     rescale_value_accumulators(o, alpha_buf, lane);
     pair_values(o, first_frag, loads, stage_a, stage_b, empty_at(smem, tile_a), empty_at(smem, tile_b),
                 hopper::kmajor_descriptor(smem + C::kPOffset, Swizzle::k64B, C::kHeads, 0));
+    FP8DSA_PAIR_STEP(steps, kStepValues);
     if constexpr (kNext) {
       hopper::wgmma_fence_operands(lead);
       finish_after_lead<Shape, Plan>(s, lead, desc_q, k_descriptor(tile + 2));
     }
+    FP8DSA_PAIR_STEP(steps, kStepChains);
   };
   // The last pair is peeled: a wgmma issued under a run-time condition serialises all of them.
   for (int pair = 0; pair + 1 < num_pairs; ++pair) run_pair(pair, std::true_type{});
@@ -223,6 +230,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
   // The end: both groups past their last P.V (the P slots free), then the rows' partial results
   // through shared memory; both groups finish the rows the same way, group 0 writes lse.
   FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkLoopEnd);
+  FP8DSA_PAIR_STEP_STORE(steps, thread == 0, m);
   hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
   float4* row_state = reinterpret_cast<float4*>(smem_ptr + C::kRowStateOffset);
 #pragma unroll

@@ -37,6 +37,8 @@ struct Options {
   int warmup = 3;
   std::string flashmla;
   std::string q8kv8;
+  std::string sgl_topk;
+  std::string torch_topk;
   std::string deepgemm;
   std::vector<std::string> mla_data;
   std::vector<tools::MlaSelection> mla_selections;
@@ -66,6 +68,10 @@ void print_usage(std::FILE* out) {
                "                 accuracy against the f64 references\n"
                "  --q8kv8=PATH   also time SGLang's FP8 sparse prefill (../shared/anchors/q8kv8) on the same\n"
                "                 e4m3 inputs (rows with baseline=q8kv8)\n"
+               "  --sgl-topk=PATH  also time SGLang's top-k kernels (an anchor built by\n"
+               "                 bench/anchors/build_sgl_topk.sh) on the causal top-k rows' logits (rows with\n"
+               "                 baseline=sgl_fast_topk_v2 and baseline=sgl_topk_transform)\n"
+               "  --torch-topk=PATH  also time torch.topk (bench/torch_topk_io.py) on them (baseline=torch_topk)\n"
                "  --deepgemm=PATH  also run the indexer on DeepGEMM's own inputs (../shared/anchors/\n"
                "                 deepgemm_indexer_bench --dump) beside DeepGEMM's time for them (rows with\n"
                "                 data=deepgemm, and baseline=deepgemm for DeepGEMM's); with --flashmla too, the\n"
@@ -136,6 +142,10 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->flashmla = v;
     } else if (starts_with(a, "--q8kv8=", &v) && *v != '\0') {
       opt->q8kv8 = v;
+    } else if (starts_with(a, "--sgl-topk=", &v) && *v != '\0') {
+      opt->sgl_topk = v;
+    } else if (starts_with(a, "--torch-topk=", &v) && *v != '\0') {
+      opt->torch_topk = v;
     } else if (starts_with(a, "--deepgemm=", &v) && *v != '\0') {
       opt->deepgemm = v;
     } else if (starts_with(a, "--mla-data=", &v) && *v != '\0') {
@@ -276,6 +286,8 @@ int main(int argc, char** argv) {
   ctx.results = &results;
   ctx.flashmla = opt.flashmla;
   ctx.q8kv8 = opt.q8kv8;
+  ctx.sgl_topk = opt.sgl_topk;
+  ctx.torch_topk = opt.torch_topk;
   ctx.deepgemm = opt.deepgemm;
   ctx.mla_data = opt.mla_data;
   ctx.mla_selections = opt.mla_selections;

@@ -27,6 +27,8 @@ struct BenchContext {
   std::string flashmla;    // the FlashMLA anchor executable (empty: not timed)
   std::string q8kv8;       // SGLang's FP8 sparse MLA anchor executable (empty: not timed)
   std::string deepgemm;    // DeepGEMM's indexer anchor executable (empty: not timed)
+  std::string sgl_topk;    // SGLang's top-k kernels' anchor executable (empty: not timed)
+  std::string torch_topk;  // bench/torch_topk_io.py: torch.topk as a peer (empty: not timed)
   std::vector<std::string> mla_data;  // sparse MLA input sets (empty: the bench's default list)
   std::vector<tools::MlaSelection> mla_selections;  // sparse MLA selections (empty: both)
   std::vector<int64_t> mla_keys;      // sparse MLA cache sizes (empty: the bench's default list)
@@ -53,7 +55,9 @@ bool parse_mla_selection(const std::string& name, tools::MlaSelection* selection
 inline constexpr int64_t kMlaMinKeys = 4096;
 inline constexpr int64_t kMlaMaxKeys = int64_t{1} << 20;
 // rows x keys in {4096x8192, 4096x32768, 8192x65536, 64x131072, 1x1048576}, k = 2048, beside the
-// CUB sort baseline when it is built in.
+// CUB sort baseline when it is built in; then prefill's causal rows (T = 4096, N in {8K, 32K, 128K},
+// iid logits and the indexer's own) beside the engines' top-k kernels given by ctx.sgl_topk and
+// ctx.torch_topk, each peer's selection checked against ours (exact).
 Status run_topk_bench(const BenchContext& ctx);
 // T=4096 causal, k=2048, N in {8K, 32K, 64K, 128K}, H in {64, 32}: fused score + top-k beside the
 // unfused path, the indexer alone and the top-k alone, on the same inputs.

@@ -1,9 +1,20 @@
-// Top-k: full rows (ks = 0, ke = N), k = 2048, logits roughly normal like real indexer scores.
-// Reported as time and memory rate (a top-k does no FLOPs worth counting), beside the CUB
-// segmented-sort baseline of bench/topk_baseline.h when that is built in.
+// Top-k, k = 2048. Full rows (ks = 0, ke = N), logits roughly normal like real indexer scores,
+// beside the CUB segmented-sort baseline of bench/topk_baseline.h; then prefill's causal rows beside
+// the top-k kernels engines run (SGLang's, torch.topk: --sgl-topk, --torch-topk), on the same
+// logits, each peer's selection checked for exactness against ours. Reported as time and memory
+// rate (a top-k does no FLOPs worth counting).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "anchor_process.h"
 #include "core/cuda_check.h"
+#include "indexer_inputs.h"
 #include "tools/device_random.h"
 #include "fp8dsa/topk.h"
 #include "op_benches.h"
@@ -81,6 +92,208 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
   return Status::ok();
 }
 
+// --- Prefill's causal rows beside the engines' top-k kernels --------------------------------------
+// Row t of T = 4096 new tokens over N keys sees [0, N - T + t + 1). The logits are iid normal
+// ("data=iid") or the indexer's own on random inputs at H = 64 ("data=indexer"), with -inf outside
+// each row's window, one set for every kernel (the peers read files): the same bytes for all.
+
+template <typename T>
+bool write_file(const std::string& path, const std::vector<T>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  return static_cast<bool>(f);
+}
+
+template <typename T>
+bool read_file(const std::string& path, std::vector<T>* v) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f || static_cast<size_t>(f.tellg()) != v->size() * sizeof(T)) return false;
+  f.seekg(0);
+  return static_cast<bool>(f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T))));
+}
+
+// Rows of `got` whose selection is not exact: a row is exact when its indices are distinct, inside
+// the row's window, as many as the window holds up to k (the rest -1), and their logits are, as a
+// multiset, those of `exact` (ties at the k-th value may pick either key).
+int64_t inexact_rows(const std::vector<float>& logits, int64_t num_keys, const std::vector<int32_t>& ks,
+                     const std::vector<int32_t>& ke, int k, const std::vector<int32_t>& exact,
+                     const std::vector<int32_t>& got) {
+  int64_t bad = 0;
+  std::vector<int32_t> a, b;
+  std::vector<float> va, vb;
+  for (size_t t = 0; t < ks.size(); ++t) {
+    const float* row = &logits[t * static_cast<size_t>(num_keys)];
+    const int64_t want = std::min<int64_t>(k, ke[t] - ks[t]);
+    a.clear();
+    b.clear();
+    for (int j = 0; j < k; ++j) {
+      if (exact[t * k + j] >= 0) a.push_back(exact[t * k + j]);
+      if (got[t * k + j] >= 0) b.push_back(got[t * k + j]);
+    }
+    std::sort(b.begin(), b.end());
+    bool ok = static_cast<int64_t>(b.size()) == want && std::adjacent_find(b.begin(), b.end()) == b.end() &&
+              (b.empty() || (b.front() >= ks[t] && b.back() < ke[t]));
+    if (ok) {
+      va.clear();
+      vb.clear();
+      for (int32_t i : a) va.push_back(row[i]);
+      for (int32_t i : b) vb.push_back(row[i]);
+      std::sort(va.begin(), va.end());
+      std::sort(vb.begin(), vb.end());
+      ok = va == vb;
+    }
+    bad += !ok;
+  }
+  return bad;
+}
+
+struct PeerResult {
+  std::string name;  // the anchor's kernel name
+  double ms = NAN;
+};
+
+// Runs a peer's `io` command and reads every "kernel=<name> kernel_ms_median <ms>" (or, for a
+// single-kernel peer, "kernel_ms_median <ms>") line of its output.
+Status run_peer(const std::string& cmd, std::vector<PeerResult>* results) {
+  int rc = 0;
+  const std::string output = run_command(cmd, &rc);
+  if (rc != 0) return invalid_argument("the top-k peer failed (" + cmd + "): " + output_tail(output, 300));
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    char name[64] = {0};
+    double ms = NAN;
+    if (std::sscanf(line.c_str(), "kernel=%63s kernel_ms_median %lf", name, &ms) == 2 ||
+        std::sscanf(line.c_str(), "kernel_ms_median %lf", &ms) == 1) {
+      results->push_back({name, ms});
+    }
+  }
+  if (results->empty()) return invalid_argument("the top-k peer printed no time (" + cmd + ")");
+  return Status::ok();
+}
+
+Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexer_logits_data) {
+  constexpr int64_t kTokens = 4096;
+  tools::CausalBounds bounds;
+  FP8DSA_RETURN_IF_ERROR(tools::upload_causal_bounds(kTokens, num_keys - kTokens, &bounds));
+  const size_t cells = static_cast<size_t>(kTokens) * num_keys;
+  tools::DeviceBytes logits, indices, workspace;
+  FP8DSA_RETURN_IF_ERROR(logits.allocate(cells * sizeof(float)));
+  FP8DSA_RETURN_IF_ERROR(indices.allocate(static_cast<size_t>(kTokens) * kTopk * sizeof(int32_t)));
+  if (indexer_logits_data) {
+    std::vector<IndexerInputs> inputs;
+    FP8DSA_RETURN_IF_ERROR(make_indexer_inputs(ctx, kTokens, num_keys, 64, 128, &inputs));
+    IndexerParams scores = inputs[0].params(causal_indexer_shape(ctx, kTokens, num_keys, 64, 128, bounds));
+    scores.logits = logits.as<float>();
+    scores.fill_masked = true;
+    FP8DSA_RETURN_IF_ERROR(indexer_logits(scores));
+  } else {
+    FP8DSA_RETURN_IF_ERROR(tools::fill_random_normal(logits.as<float>(), cells, ctx.seed + 300, 1.0f, ctx.stream));
+  }
+  // The host copy with -inf outside every window, uploaded again: every kernel reads these bytes.
+  std::vector<int32_t> ks(static_cast<size_t>(kTokens)), ke(static_cast<size_t>(kTokens));
+  std::vector<float> host(cells);
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ks.data(), bounds.ks.get(), ks.size() * 4, cudaMemcpyDeviceToHost));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ke.data(), bounds.ke.get(), ke.size() * 4, cudaMemcpyDeviceToHost));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(host.data(), logits.get(), cells * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t t = 0; t < ks.size(); ++t) {
+    float* row = &host[t * static_cast<size_t>(num_keys)];
+    std::fill(row, row + ks[t], -INFINITY);
+    std::fill(row + ke[t], row + num_keys, -INFINITY);
+  }
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(logits.get(), host.data(), cells * sizeof(float), cudaMemcpyHostToDevice));
+
+  TopkParams p;
+  p.num_rows = kTokens;
+  p.num_keys = num_keys;
+  p.logits = logits.as<float>();
+  p.ks = bounds.ks.as<int32_t>();
+  p.ke = bounds.ke.as<int32_t>();
+  p.k = kTopk;
+  p.indices = indices.as<int32_t>();
+  p.stream = ctx.stream;
+  FP8DSA_RETURN_IF_ERROR(workspace.allocate(topk_workspace_bytes(p)));
+  p.workspace = workspace.get();
+  p.workspace_bytes = workspace.bytes();
+
+  const std::string shape = shape_string({{"T", kTokens}, {"N", num_keys}, {"k", kTopk}}, "causal") + " data=" +
+                            (indexer_logits_data ? "indexer" : "iid");
+  // Bytes every top-k must move at least: the windows' logits in, the indices out.
+  const double bytes = 4.0 * static_cast<double>(bounds.valid_pairs) + 4.0 * kTokens * kTopk;
+  const auto rate = [&](double seconds, ResultRow& r) { r.gbps = bytes / seconds / 1e9; };
+  ResultRow row;
+  row.op = "topk";
+  row.shape = shape;
+  row.kernel = "fp8dsa::topk";
+  const size_t our_row = ctx.results->rows().size();
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return topk(p); }, row, rate));
+  if (ctx.sgl_topk.empty() && ctx.torch_topk.empty()) return Status::ok();
+
+  std::vector<int32_t> ours(static_cast<size_t>(kTokens) * kTopk);
+  FP8DSA_RETURN_IF_ERROR(topk(p));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ours.data(), indices.get(), ours.size() * 4, cudaMemcpyDeviceToHost));
+  const std::string dir = ctx.anchor_dir + "/topk_io";
+  FP8DSA_RETURN_IF_ERROR(make_directory(dir));
+  if (!write_file(dir + "/logits.f32", host) || !write_file(dir + "/ks.i32", ks) || !write_file(dir + "/ke.i32", ke)) {
+    return invalid_argument("cannot write the top-k peers' inputs to " + dir);
+  }
+  char args[512];
+  std::snprintf(args, sizeof(args), " io --dir '%s' --T %lld --N %lld --k %d --iters %d", dir.c_str(),
+                static_cast<long long>(kTokens), static_cast<long long>(num_keys), kTopk, std::max(ctx.timing.reps, 10));
+  // (peer executable, its kernel name as printed -> baseline label, kernel text, indices file)
+  struct Peer {
+    const std::string* exe;
+    const char* printed;
+    const char* baseline;
+    const char* kernel;
+    const char* file;
+  };
+  const Peer peers[] = {
+      {&ctx.sgl_topk, "fast_topk", "sgl_fast_topk_v2", "SGLang fast_topk (fast_topk_v2, unfused DSA top-k)",
+       "sgl_fast_topk_indices.i32"},
+      {&ctx.sgl_topk, "topk_v2", "sgl_topk_transform", "SGLang top-k v2, ragged transform (DSA prefill)",
+       "sgl_topk_v2_indices.i32"},
+      {&ctx.torch_topk, "", "torch_topk", "torch.topk over the masked logits", "torch_topk_indices.i32"},
+  };
+  std::vector<PeerResult> sgl, torch;
+  const Status sgl_status = ctx.sgl_topk.empty() ? Status::ok() : run_peer("'" + ctx.sgl_topk + "'" + args, &sgl);
+  const Status torch_status =
+      ctx.torch_topk.empty() ? Status::ok() : run_peer("python3 '" + ctx.torch_topk + "'" + args, &torch);
+  const ResultRow ours_row = ctx.results->row(our_row);
+  double fastest_exact = NAN;
+  for (const Peer& peer : peers) {
+    if (peer.exe->empty()) continue;
+    const bool is_torch = peer.exe == &ctx.torch_topk;
+    const Status& status = is_torch ? torch_status : sgl_status;
+    ResultRow r = ours_row;
+    r.shape = shape + " baseline=" + peer.baseline;
+    r.kernel = peer.kernel;
+    r.vs_anchor = NAN;
+    r.ms = r.tflops = r.gbps = NAN;
+    const std::vector<PeerResult>& got = is_torch ? torch : sgl;
+    const auto it = std::find_if(got.begin(), got.end(), [&](const PeerResult& g) { return g.name == peer.printed; });
+    if (!status.is_ok() || it == got.end()) {
+      r.note = status.is_ok() ? std::string("not in the peer's output") : status.to_string();
+      ctx.results->add(r);
+      continue;
+    }
+    r.ms = it->ms;
+    r.gbps = bytes / (it->ms * 1e-3) / 1e9;
+    std::vector<int32_t> theirs(ours.size());
+    int64_t bad = -1;
+    if (read_file(dir + "/" + peer.file, &theirs)) bad = inexact_rows(host, num_keys, ks, ke, kTopk, ours, theirs);
+    r.note = bad < 0 ? "indices not read" : bad == 0 ? "exact" : std::to_string(bad) + " rows not exact";
+    if (bad == 0 && !(it->ms >= fastest_exact)) fastest_exact = it->ms;
+    std::printf("  same logits %s: %s %.4f ms (x%.3f of ours), %s\n", shape.c_str(), peer.baseline, it->ms,
+                it->ms / ours_row.ms, r.note.c_str());
+    ctx.results->add(r);
+  }
+  ctx.results->row(our_row).vs_anchor = fastest_exact / ours_row.ms;  // over the fastest exact peer
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_topk_bench(const BenchContext& ctx) {
@@ -88,6 +301,10 @@ Status run_topk_bench(const BenchContext& ctx) {
       ctx.quick ? std::vector<TopkShape>{{4096, 32768}, {64, 131072}}
                 : std::vector<TopkShape>{{4096, 8192}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
   for (const TopkShape& shape : shapes) FP8DSA_RETURN_IF_ERROR(bench_topk_shape(ctx, shape));
+  const std::vector<int64_t> causal_keys =
+      ctx.quick ? std::vector<int64_t>{32768} : std::vector<int64_t>{8192, 32768, 131072};
+  for (int64_t n : causal_keys)
+    for (bool indexer_data : {false, true}) FP8DSA_RETURN_IF_ERROR(bench_causal_shape(ctx, n, indexer_data));
   return Status::ok();
 }
 

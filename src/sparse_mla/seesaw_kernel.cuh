@@ -119,10 +119,10 @@ __device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_
   permute_value_raw(frag[0], raw, loads);
   issue_value_mma_step(o, frag[0], desc_pb, desc_pb);
   load_value_raw_at(raw, stage_b, loads, 1);
+  hopper::mbarrier_arrive_at(empty_b);
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[1]);
   permute_value_raw(frag[1], raw, loads);
-  hopper::mbarrier_arrive_at(empty_b);  // after the permutes have consumed the stage's last loads
   issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pb, 32), hopper::advance_descriptor(desc_pb, 32));
   hopper::wgmma_wait_group<0>();
   value_mma_operands_free(o, frag[0]);

@@ -110,19 +110,14 @@ __device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_
   load_value_fragments(frag[1], stage_a, loads, 1);
   hopper::mbarrier_arrive_at(empty_a);
   issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pa, 32), hopper::advance_descriptor(desc_pa, 32));
-  // Tile b's loads go out before the wait that frees their fragments' registers, so that their
-  // latency runs under it (ncu: the permutes waiting on them were the P.V's largest stall).
-  ValueRaw raw;
-  load_value_raw_at(raw, stage_b, loads, 0);
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[0]);
-  permute_value_raw(frag[0], raw, loads);
+  load_value_fragments(frag[0], stage_b, loads, 0);
   issue_value_mma_step(o, frag[0], desc_pb, desc_pb);
-  load_value_raw_at(raw, stage_b, loads, 1);
-  hopper::mbarrier_arrive_at(empty_b);
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[1]);
-  permute_value_raw(frag[1], raw, loads);
+  load_value_fragments(frag[1], stage_b, loads, 1);
+  hopper::mbarrier_arrive_at(empty_b);
   issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pb, 32), hopper::advance_descriptor(desc_pb, 32));
   hopper::wgmma_wait_group<0>();
   value_mma_operands_free(o, frag[0]);

@@ -19,12 +19,6 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
                         [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
 }
 
-// The raw loads of k-step ks from the K tile at shared address k_tile (permute_value_raw finishes
-// the fragments).
-__device__ __forceinline__ void load_value_raw_at(ValueRaw& raw, uint32_t k_tile, const ValueLoads& v, int ks) {
-  load_value_raw(raw, v, ks, [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
-}
-
 // O^T *= the tile's rescale factors (alpha: the slot's [64 heads] f32): registers 4c + {0, 2} of
 // every block are head value_head(lane, c, 0), 4c + {1, 3} the next.
 __device__ __forceinline__ void rescale_value_accumulators(float (&o)[4][32], const float* alpha, int lane) {

@@ -59,34 +59,24 @@ FP8DSA_HOST_DEVICE ValueLoads value_loads(int w, int thread) {
 
 // The A fragments of k-step ks for the 4 blocks: frag[mb][j] holds V^T row (2 mb + j % 2) of the
 // thread's 8 columns at K bytes 16 (j / 2) + 4t .. + 3 of the step, i.e. keys 8c + 2t + {0, 1} for
-// c = 4 ks + 2 (j / 2) + {0, 1}, in that byte order (key_order.h). In two halves, so that a kernel
-// can issue the loads before the wgmma that frees the fragments' registers completes, and permute
-// after it: the raw loads (load8(offset, words) reads the 8 bytes at that offset of the K tile), then
-// the byte permutes. build_value_fragments does both.
-struct ValueRaw {
-  uint32_t w[2][2][2][2];  // [jh][key group c - (4 ks + 2 jh)][load order][d_v bytes 0-3 / 4-7]
-};
-
+// c = 4 ks + 2 (j / 2) + {0, 1}, in that byte order (key_order.h). load8(offset, words) reads the 8
+// bytes at that offset of the K tile.
 template <class Load8>
-FP8DSA_HOST_DEVICE void load_value_raw(ValueRaw& raw, const ValueLoads& v, int ks, Load8&& load8) {
+FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const ValueLoads& v, int ks, Load8&& load8) {
 #pragma unroll
-  for (int jh = 0; jh < 2; ++jh)
+  for (int jh = 0; jh < 2; ++jh) {
+    uint32_t raw[2][2][2];  // [key group c - (4 ks + 2 jh)][load order][d_v bytes 0-3 / 4-7]
 #pragma unroll
     for (int bc = 0; bc < 2; ++bc)
 #pragma unroll
-      for (int x = 0; x < 2; ++x) load8(v.offset[x] + static_cast<uint32_t>(4 * ks + 2 * jh + bc) * 512, raw.w[jh][bc][x]);
-}
-
-FP8DSA_HOST_DEVICE void permute_value_raw(uint32_t (&frag)[4][4], const ValueRaw& raw, const ValueLoads& v) {
-#pragma unroll
-  for (int jh = 0; jh < 2; ++jh) {
+      for (int x = 0; x < 2; ++x) load8(v.offset[x] + static_cast<uint32_t>(4 * ks + 2 * jh + bc) * 512, raw[bc][x]);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       // 4 keys A, B (group bc = 0) and C, D (bc = 1), 4 d_v bytes each -> 4 words [A_i B_i C_i D_i].
-      const uint32_t t0 = hopper::byte_perm(raw.w[jh][0][0][half], raw.w[jh][0][1][half], v.sel_lo);
-      const uint32_t t1 = hopper::byte_perm(raw.w[jh][0][0][half], raw.w[jh][0][1][half], v.sel_hi);
-      const uint32_t t2 = hopper::byte_perm(raw.w[jh][1][0][half], raw.w[jh][1][1][half], v.sel_lo);
-      const uint32_t t3 = hopper::byte_perm(raw.w[jh][1][0][half], raw.w[jh][1][1][half], v.sel_hi);
+      const uint32_t t0 = hopper::byte_perm(raw[0][0][half], raw[0][1][half], v.sel_lo);
+      const uint32_t t1 = hopper::byte_perm(raw[0][0][half], raw[0][1][half], v.sel_hi);
+      const uint32_t t2 = hopper::byte_perm(raw[1][0][half], raw[1][1][half], v.sel_lo);
+      const uint32_t t3 = hopper::byte_perm(raw[1][0][half], raw[1][1][half], v.sel_hi);
       const uint32_t words[4] = {hopper::byte_perm(t0, t2, 0x5410u), hopper::byte_perm(t0, t2, 0x7632u),
                                  hopper::byte_perm(t1, t3, 0x5410u), hopper::byte_perm(t1, t3, 0x7632u)};
 #pragma unroll
@@ -96,13 +86,6 @@ FP8DSA_HOST_DEVICE void permute_value_raw(uint32_t (&frag)[4][4], const ValueRaw
       }
     }
   }
-}
-
-template <class Load8>
-FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const ValueLoads& v, int ks, Load8&& load8) {
-  ValueRaw raw;
-  load_value_raw(raw, v, ks, load8);
-  permute_value_raw(frag, raw, v);
 }
 
 // A gather of 64-row tiles by 128 threads in two passes p (rows 32p + thread / 4), thread `thread`

@@ -1,7 +1,9 @@
 #include "anchor_process.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 namespace fp8dsa::bench {
 
@@ -25,5 +27,20 @@ Status make_directory(const std::string& dir) {
 }
 
 std::string output_tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
+
+std::vector<KernelTime> kernel_times(const std::string& output) {
+  std::vector<KernelTime> times;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    char name[64] = {0};
+    double ms = NAN;
+    if (std::sscanf(line.c_str(), "kernel=%63s kernel_ms_median %lf", name, &ms) == 2 ||
+        std::sscanf(line.c_str(), "kernel_ms_median %lf", &ms) == 1) {
+      times.push_back({name, ms});
+    }
+  }
+  return times;
+}
 
 }  // namespace fp8dsa::bench

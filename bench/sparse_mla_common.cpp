@@ -4,23 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "anchor_process.h"
 
 
 namespace fp8dsa::bench {
-namespace {
-
-template <typename T>
-bool read_file(const std::string& path, std::vector<T>* v) {
-  std::ifstream f(path, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T)));
-  return static_cast<bool>(f);
-}
-
-}  // namespace
 
 tools::MlaWorkload make_bench_workload(const BenchContext& ctx, int64_t num_keys, double score_std,
                                        tools::MlaValues values, bool unrounded, tools::MlaSelection selection) {
@@ -112,11 +101,8 @@ Status run_anchor_io(const BenchContext& ctx, const std::string& exe, const std:
   const std::string output = run_command(cmd, &rc);
   if (rc == -1) return invalid_argument(std::string("cannot run ") + cmd);
   *ms = NAN;
-  std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    double v = 0.0;
-    if (std::sscanf(line.c_str(), "kernel_ms_median %lf", &v) == 1) *ms = v;
+  for (const KernelTime& t : kernel_times(output)) {
+    if (t.name.empty()) *ms = t.ms;
   }
   if (rc != 0 || std::isnan(*ms)) return invalid_argument(std::string("the anchor failed: ") + cmd);
   const size_t rows = static_cast<size_t>(num_tokens) * num_heads;

@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -97,21 +94,6 @@ Status bench_topk_shape(const BenchContext& ctx, TopkShape shape) {
 // ("data=iid") or the indexer's own on random inputs at H = 64 ("data=indexer"), with -inf outside
 // each row's window, one set for every kernel (the peers read files): the same bytes for all.
 
-template <typename T>
-bool write_file(const std::string& path, const std::vector<T>& v) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  return static_cast<bool>(f);
-}
-
-template <typename T>
-bool read_file(const std::string& path, std::vector<T>* v) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f || static_cast<size_t>(f.tellg()) != v->size() * sizeof(T)) return false;
-  f.seekg(0);
-  return static_cast<bool>(f.read(reinterpret_cast<char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(T))));
-}
-
 // Rows of `got` whose selection is not exact: a row is exact when its indices are distinct, inside
 // the row's window, as many as the window holds up to k (the rest -1), and their logits are, as a
 // multiset, those of `exact` (ties at the k-th value may pick either key).
@@ -147,27 +129,12 @@ int64_t inexact_rows(const std::vector<float>& logits, int64_t num_keys, const s
   return bad;
 }
 
-struct PeerResult {
-  std::string name;  // the anchor's kernel name
-  double ms = NAN;
-};
-
-// Runs a peer's `io` command and reads every "kernel=<name> kernel_ms_median <ms>" (or, for a
-// single-kernel peer, "kernel_ms_median <ms>") line of its output.
-Status run_peer(const std::string& cmd, std::vector<PeerResult>* results) {
+// Runs a peer's `io` command; its times as kernel_times reads them.
+Status run_peer(const std::string& cmd, std::vector<KernelTime>* results) {
   int rc = 0;
   const std::string output = run_command(cmd, &rc);
   if (rc != 0) return invalid_argument("the top-k peer failed (" + cmd + "): " + output_tail(output, 300));
-  std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    char name[64] = {0};
-    double ms = NAN;
-    if (std::sscanf(line.c_str(), "kernel=%63s kernel_ms_median %lf", name, &ms) == 2 ||
-        std::sscanf(line.c_str(), "kernel_ms_median %lf", &ms) == 1) {
-      results->push_back({name, ms});
-    }
-  }
+  *results = kernel_times(output);
   if (results->empty()) return invalid_argument("the top-k peer printed no time (" + cmd + ")");
   return Status::ok();
 }
@@ -230,8 +197,7 @@ Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexe
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return topk(p); }, row, rate));
   if (ctx.sgl_topk.empty() && ctx.torch_topk.empty()) return Status::ok();
 
-  std::vector<int32_t> ours(static_cast<size_t>(kTokens) * kTopk);
-  FP8DSA_RETURN_IF_ERROR(topk(p));
+  std::vector<int32_t> ours(static_cast<size_t>(kTokens) * kTopk);  // as the timed launches left them
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ours.data(), indices.get(), ours.size() * 4, cudaMemcpyDeviceToHost));
   const std::string dir = ctx.anchor_dir + "/topk_io";
@@ -257,7 +223,7 @@ Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexe
        "sgl_topk_v2_indices.i32"},
       {&ctx.torch_topk, "", "torch_topk", "torch.topk over the masked logits", "torch_topk_indices.i32"},
   };
-  std::vector<PeerResult> sgl, torch;
+  std::vector<KernelTime> sgl, torch;
   const Status sgl_status = ctx.sgl_topk.empty() ? Status::ok() : run_peer("'" + ctx.sgl_topk + "'" + args, &sgl);
   const Status torch_status =
       ctx.torch_topk.empty() ? Status::ok() : run_peer("python3 '" + ctx.torch_topk + "'" + args, &torch);
@@ -272,8 +238,8 @@ Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexe
     r.kernel = peer.kernel;
     r.vs_anchor = NAN;
     r.ms = r.tflops = r.gbps = NAN;
-    const std::vector<PeerResult>& got = is_torch ? torch : sgl;
-    const auto it = std::find_if(got.begin(), got.end(), [&](const PeerResult& g) { return g.name == peer.printed; });
+    const std::vector<KernelTime>& got = is_torch ? torch : sgl;
+    const auto it = std::find_if(got.begin(), got.end(), [&](const KernelTime& g) { return g.name == peer.printed; });
     if (!status.is_ok() || it == got.end()) {
       r.note = status.is_ok() ? std::string("not in the peer's output") : status.to_string();
       ctx.results->add(r);

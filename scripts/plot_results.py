@@ -69,6 +69,15 @@ def on_main(commit, cache={}):
     return cache[commit]
 
 
+def save(figure, out_dir, op):
+    """Writes the figure to out_dir/<op>.png and returns the path."""
+    figure.tight_layout()
+    path = out_dir / f"{op}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
 def plot_op(op, rows, commit, out_dir):
     has_tflops = any(row["tflops"] not in ("", "-") for row in rows)
     metric, label = ("tflops", "TFLOPS (valid work)") if has_tflops else ("ms", "ms (median)")
@@ -99,11 +108,7 @@ def plot_op(op, rows, commit, out_dir):
     axes.set_title(f"{op} on {gpu}, commit {commit}")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=7)
-    figure.tight_layout()
-    path = out_dir / f"{op}.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save(figure, out_dir, op)
 
 
 def plot_bars(op, lines, commit, gpu, label, out_dir):
@@ -128,11 +133,7 @@ def plot_bars(op, lines, commit, gpu, label, out_dir):
     axes.set_title(f"{op} on {gpu}, commit {commit}, N = {', '.join(str(n) for n in sorted(num_keys))}")
     axes.grid(True, axis="y", alpha=0.3)
     axes.legend(fontsize=8)
-    figure.tight_layout()
-    path = out_dir / f"{op}.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save(figure, out_dir, op)
 
 
 def main():

@@ -40,14 +40,15 @@ def main():
     if args.T <= 0 or args.N <= 0 or args.k <= 0 or args.k > args.N or args.iters <= 0 or args.warmup < 0:
         sys.exit("torch_topk_io: need T, N, k, iters > 0, k <= N, warmup >= 0")
 
+    host = read(os.path.join(args.dir, "logits.f32"), np.float32, args.T * args.N)
+    ks = read(os.path.join(args.dir, "ks.i32"), np.int32, args.T).astype(np.int64)
+    ke = read(os.path.join(args.dir, "ke.i32"), np.int32, args.T).astype(np.int64)
+
     import torch
 
     if not torch.cuda.is_available():
         sys.exit("torch_topk_io: no CUDA device")
-    logits = torch.from_numpy(read(os.path.join(args.dir, "logits.f32"), np.float32, args.T * args.N)).view(args.T, args.N)
-    ks = read(os.path.join(args.dir, "ks.i32"), np.int32, args.T).astype(np.int64)
-    ke = read(os.path.join(args.dir, "ke.i32"), np.int32, args.T).astype(np.int64)
-    logits = logits.cuda()
+    logits = torch.from_numpy(host).view(args.T, args.N).cuda()
     torch.cuda.synchronize()
 
     for _ in range(args.warmup):

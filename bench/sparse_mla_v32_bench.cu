@@ -8,7 +8,9 @@
 // run today: (a) FlashMLA's BF16 kernel on the pre-dequantised rows ("baseline=flashmla_bf16"; our
 // row's vs-anchor ratio) and (b) the dequantisation pass over the N cache rows (timed here) plus
 // that kernel ("baseline=dequant+flashmla_bf16"); and prints every kernel's accuracy against the
-// f64 reference on the dequantised rows, every 64th token.
+// f64 reference on the dequantised rows, every 64th token. Ours runs with q as 2 and as 1 e4m3 terms
+// (SparseMlaParams::q_terms; "q_terms=2" / "q_terms=1" in the shape); the anchors' rows carry the
+// shape without it.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -71,17 +73,24 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
   row.shape = shape_string({{"T", kMlaTokens}, {"N", num_keys}, {"h", num_heads}, {"topk", kMlaTopk}}) +
               " data=" + data;
   row.kernel = std::string(sparse_mla_kernel_name(sparse_mla_route(p))) + " (656-byte rows, bf16 q)";
-  const size_t our_row = ctx.results->rows().size();
-  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, row,
-                                         [&](double seconds, ResultRow& r) {
-                                           r.tflops = flops / seconds / 1e12;
-                                           r.gbps = (valid * kV32RowBytes) / seconds / 1e9;
-                                         }));
-  if (ctx.flashmla.empty() || (num_heads != 64 && num_heads != 128)) return Status::ok();
-
-  std::vector<uint16_t> ours_out;
-  std::vector<float> ours_lse, ours_max;
-  FP8DSA_RETURN_IF_ERROR(outputs.download(&ours_out, &ours_lse, &ours_max));
+  const bool anchors = !ctx.flashmla.empty() && (num_heads == 64 || num_heads == 128);
+  constexpr int kQTerms[2] = {2, 1};
+  size_t our_rows[2];
+  std::vector<uint16_t> ours_out[2];
+  std::vector<float> ours_lse[2], ours_max[2];
+  for (int i = 0; i < 2; ++i) {
+    p.q_terms = kQTerms[i];
+    ResultRow ours = row;
+    ours.shape += " q_terms=" + std::to_string(kQTerms[i]);
+    our_rows[i] = ctx.results->rows().size();
+    FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return sparse_mla_prefill(p); }, ours,
+                                           [&](double seconds, ResultRow& r) {
+                                             r.tflops = flops / seconds / 1e12;
+                                             r.gbps = (valid * kV32RowBytes) / seconds / 1e9;
+                                           }));
+    if (anchors) FP8DSA_RETURN_IF_ERROR(outputs.download(&ours_out[i], &ours_lse[i], &ours_max[i]));
+  }
+  if (!anchors) return Status::ok();
 
   // (b)'s first half: the engines' conversion pass over the N cache rows, timed on this device.
   ResultRow dequant = row;
@@ -121,20 +130,25 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
   with_dequant.ms = anchor_ms + ctx.results->row(dequant_row).ms;
   with_dequant.tflops = flops / (with_dequant.ms * 1e-3) / 1e12;
   ctx.results->add(with_dequant);
-  ResultRow& ours = ctx.results->row(our_row);
-  ours.vs_anchor = anchor_ms / ours.ms;
-  char note[96];
-  std::snprintf(note, sizeof(note), "%.3fx dequant+FlashMLA", with_dequant.ms / ours.ms);
-  ours.note = note;
-  std::printf("  %s: %.3f ms; FlashMLA BF16 %.3f ms (%.3fx); dequantize %.3f ms + FlashMLA (%.3fx)\n",
-              row.shape.c_str(), ours.ms, anchor_ms, anchor_ms / ours.ms, ctx.results->row(dequant_row).ms,
-              with_dequant.ms / ours.ms);
+  for (const size_t our_row : our_rows) {
+    ResultRow& ours = ctx.results->row(our_row);
+    ours.vs_anchor = anchor_ms / ours.ms;
+    char note[96];
+    std::snprintf(note, sizeof(note), "%.3fx dequant+FlashMLA", with_dequant.ms / ours.ms);
+    ours.note = note;
+    std::printf("  %s: %.3f ms; FlashMLA BF16 %.3f ms (%.3fx); dequantize %.3f ms + FlashMLA (%.3fx)\n",
+                ours.shape.c_str(), ours.ms, anchor_ms, anchor_ms / ours.ms, ctx.results->row(dequant_row).ms,
+                with_dequant.ms / ours.ms);
+  }
 
   tools::SampledMlaReference ref;
   SparseMlaParams host = tools::v32_mla_params(in.host, in.v32, num_heads);
   FP8DSA_RETURN_IF_ERROR(ref.build(host, kMlaCheckEvery));
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
-  print_mla_accuracy("fp8dsa", row.shape, ref.check(ours_out.data(), ours_lse.data(), ours_max.data()));
+  for (int i = 0; i < 2; ++i) {
+    print_mla_accuracy(kQTerms[i] == 2 ? "fp8dsa q_terms=2" : "fp8dsa q_terms=1", row.shape,
+                       ref.check(ours_out[i].data(), ours_lse[i].data(), ours_max[i].data()));
+  }
   print_mla_accuracy("flashmla_bf16", row.shape, ref.check(fm_out.data(), fm_lse.data(), fm_max.data()));
   return Status::ok();
 }

@@ -34,10 +34,9 @@ enum class KvFormat : int {
   kE4m3 = 0,
   // DeepSeek-V3.2's FP8 row, 656 bytes: 512 e4m3 nope values, 4 f32 scales (one per 128 nope
   // columns; the dequantised value is e4m3 * the scale of its block), 64 bf16 rope values. q is bf16
-  // [T, h, 576] (the FP8 kernel quantises its nope part per (token, head) to two e4m3 terms, hi and
-  // the residual lo, and keeps the rope in bf16: its lse / max_logits err by a few times SPEC 6's
-  // bound, like those of dequantising to bf16 for a BF16 kernel). q_scale and kv_scale still
-  // multiply as in the formulas above (1 for V3.2 itself).
+  // [T, h, 576]; the FP8 kernel quantises its nope part per (token, head) to q_terms e4m3 terms
+  // (SparseMlaParams::q_terms) and keeps the rope in bf16. q_scale and kv_scale still multiply as
+  // in the formulas above (1 for V3.2 itself).
   kDeepSeekV32,
 };
 const char* kv_format_name(KvFormat format);
@@ -65,6 +64,14 @@ struct SparseMlaParams {
   int d_v = 512;           // V = the first d_v columns of each kv row
 
   KvFormat kv_format = KvFormat::kE4m3;
+  // kDeepSeekV32 with the FP8 kernel: how its bf16 q reaches the e4m3 tensor cores, 1 or 2.
+  //   2 (default): two e4m3 terms, hi and the residual lo, at a scale per (token, head): scores
+  //                within ~2^-8 of bf16 q's; out and lse err about as much as dequantising the rows
+  //                to bf16 for a BF16 kernel (SPEC section 6).
+  //   1:           one e4m3 term at a scale per (token, head) (amax / 448, never a fixed 1.0): a
+  //                third fewer tensor-core steps a tile; scores within ~2^-4 of bf16 q's (SPEC 6).
+  // The references (kReference, sparse_mla_cpu) and the kE4m3 rows (q already e4m3) ignore it.
+  int q_terms = 2;
 
   // [T, h, d_qk], 16-byte aligned; e4m3 (kE4m3) or bf16 (kDeepSeekV32: set q_dtype = kBF16 too,
   // or validate() refuses the pair). Strides in elements.

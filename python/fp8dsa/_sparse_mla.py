@@ -100,7 +100,7 @@ def sparse_mla_inputs(op, q, kv, indices, attn_sink, topk_length, kv_format, gpu
 
 def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None, *,
                        q_scale=1.0, kv_scale=1.0, out=None, max_logits=None, lse=None,
-                       kv_format="e4m3", kernel="auto", stream=None):
+                       kv_format="e4m3", q_terms=2, kernel="auto", stream=None):
     """Sparse MLA prefill on the GPU: each token attends over its selected rows of the latent cache,
     QK^T and P.V on the e4m3 tensor cores. Same argument order and conventions as FlashMLA's
     flash_mla_sparse_fwd; returns (out, max_logits, lse).
@@ -109,20 +109,24 @@ def sparse_mla_prefill(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_l
     stream = _arrays.stream_argument(op, stream)
     sm_scale, q_scale, kv_scale = _arrays.scales(op, sm_scale, q_scale, kv_scale)
     d_v = value_dim(op, d_v)
+    q_terms = _arrays.integer(op, "q_terms", q_terms, 1, 2, "{1, 2}")
     kernel = _arrays.text(op, "kernel", kernel)
     sparse_mla_inputs(op, q, kv, indices, attn_sink, topk_length, kv_format, gpu=True)
     view = _arrays.dlpack_view
     _fp8dsa.sparse_mla_check(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
-                             view(topk_length), q_scale, kv_scale, kv_format, kernel)
+                             view(topk_length), q_scale, kv_scale, kv_format, q_terms, kernel)
     out, max_logits, lse = attention_outputs(op, q, d_v, out, max_logits, lse)
     with _arrays.cuda_stream(q, stream, (q, kv, indices, attn_sink, topk_length)) as handle:
         _fp8dsa.sparse_mla_prefill(view(q), view(kv), view(indices), sm_scale, d_v, view(attn_sink),
                                    view(topk_length), q_scale, kv_scale, view(out),
-                                   view(max_logits), view(lse), kv_format, kernel, handle)
+                                   view(max_logits), view(lse), kv_format, q_terms, kernel, handle)
     return out, max_logits, lse
 
 
 sparse_mla_prefill.__doc__ += _SHAPES + """
+    q_terms (kv_format="deepseek_v32", FP8 kernel): bf16 q as 2 e4m3 terms (hi and the residual,
+    the default: scores within ~2^-8 of bf16 q's) or 1 (a third fewer tensor-core steps a tile,
+    scores within ~2^-4), at a scale per (token, head). The references and e4m3 q ignore it.
     kernel: "auto" (the native FP8 kernel where it applies), "fp8", or "reference" (the plain
     CUDA-core kernel). stream: a CUDA stream handle (int, torch.cuda.Stream, cupy.cuda.Stream);
     by default the current stream of q's library, so the call is CUDA-graph capturable.

@@ -21,10 +21,11 @@ SparseMlaParams sparse_mla_params(ArrayChecker& arrays, const InputArray& q, con
                                   const std::optional<InputArray>& topk_length, float q_scale,
                                   float kv_scale, const OutputArray* out,
                                   const OutputArray* max_logits, const OutputArray* lse,
-                                  const std::string& kv_format) {
+                                  const std::string& kv_format, int q_terms = 2) {
   const AttentionArrays views =
       attention_arrays(arrays, q, kv, out, max_logits, lse, d_v, kv_format_from_name(arrays, kv_format));
   SparseMlaParams p = attention_params(arrays, views, sm_scale, d_v, attn_sink, q_scale, kv_scale);
+  p.q_terms = q_terms;
 
   const ArrayView index_view =
       arrays.input("indices", indices, {2, 3}, "[T, topk] or [T, 1, topk]", Element::kI32);
@@ -46,10 +47,10 @@ void sparse_mla_prefill(const InputArray& q, const InputArray& kv, const InputAr
                         float sm_scale, int d_v, const std::optional<InputArray>& attn_sink,
                         const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
                         const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
-                        const std::string& kv_format, const std::string& kernel, uintptr_t stream) {
+                        const std::string& kv_format, int q_terms, const std::string& kernel, uintptr_t stream) {
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   SparseMlaParams p = sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length,
-                                        q_scale, kv_scale, &out, &max_logits, &lse, kv_format);
+                                        q_scale, kv_scale, &out, &max_logits, &lse, kv_format, q_terms);
   p.kernel = sparse_mla_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::sparse_mla_prefill(p); });
@@ -70,10 +71,10 @@ void sparse_mla_cpu(const InputArray& q, const InputArray& kv, const InputArray&
 void sparse_mla_check(const InputArray& q, const InputArray& kv, const InputArray& indices, float sm_scale,
                       int d_v, const std::optional<InputArray>& attn_sink,
                       const std::optional<InputArray>& topk_length, float q_scale, float kv_scale,
-                      const std::string& kv_format, const std::string& kernel) {
+                      const std::string& kv_format, int q_terms, const std::string& kernel) {
   ArrayChecker arrays("sparse_mla_prefill", Placement::kCuda);
   sparse_mla_params(arrays, q, kv, indices, sm_scale, d_v, attn_sink, topk_length, q_scale, kv_scale, nullptr,
-                    nullptr, nullptr, kv_format);
+                    nullptr, nullptr, kv_format, q_terms);
   sparse_mla_kernel_from_name(arrays, kernel);
 }
 
@@ -95,14 +96,14 @@ void bind_sparse_mla(nb::module_& m) {
   m.def("sparse_mla_prefill", &sparse_mla_prefill, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
-        nb::arg("kv_format"), nb::arg("kernel"), nb::arg("stream"));
+        nb::arg("kv_format"), nb::arg("q_terms"), nb::arg("kernel"), nb::arg("stream"));
   m.def("sparse_mla_cpu", &sparse_mla_cpu, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
         nb::arg("kv_format"));
   m.def("sparse_mla_check", &sparse_mla_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
-        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("kernel"));
+        nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("q_terms"), nb::arg("kernel"));
   m.def("sparse_mla_cpu_check", &sparse_mla_cpu_check, nb::arg("q"), nb::arg("kv"), nb::arg("indices"),
         nb::arg("sm_scale"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("topk_length").none(),
         nb::arg("q_scale"), nb::arg("kv_scale"), nb::arg("kv_format"), nb::arg("max_seconds"));

@@ -62,6 +62,18 @@ def test_kv_format_of_another_type(op, kv_format):
         ATTENTION_CALLS[op](kv_format=kv_format)
 
 
+@pytest.mark.parametrize("q_terms", [None, 2.0, "2", True])
+def test_q_terms_of_another_type(q_terms):
+    with pytest.raises(TypeError, match=r"^sparse_mla_prefill: q_terms must be an integer \(given "):
+        ATTENTION_CALLS["sparse_mla_prefill"](q_terms=q_terms)
+
+
+@pytest.mark.parametrize("q_terms", [0, 3, -1])
+def test_q_terms_out_of_range(q_terms):
+    with pytest.raises(ValueError, match=rf"^sparse_mla_prefill: q_terms \({q_terms}\) must be in \{{1, 2\}}"):
+        ATTENTION_CALLS["sparse_mla_prefill"](q_terms=q_terms)
+
+
 def test_values_stay_value_errors():
     with pytest.raises(ValueError, match=r"sparse_mla: d_v \(256\) must be one of \{512\}"):
         R.sparse_mla_prefill(**attention(d_v=256))

@@ -121,3 +121,21 @@ def test_deepseek_v32_rows(kernel, num_heads):
     with pytest.raises(TypeError, match=r"q dtype must be bfloat16 or uint16 \(given float8_e4m3fn\)"):
         fp8dsa.sparse_mla_prefill(cuda(problem["q"].view(np.uint8)[:, :, :576]), pool[:, :656],
                                   cuda(problem["indices"]), SM_SCALE, kv_format="deepseek_v32")
+
+
+def test_deepseek_v32_q_terms():
+    """q_terms=1 reaches the FP8 kernel (other results than the default's) within its bounds: scores
+    within 128x SPEC 6's (tests/sparse_mla/fp8_run.cu: kV32OneTermScoreBoundFactor), out within a
+    looser bound than the default's on these random values (SPEC 6); the reference kernel ignores it."""
+    problem = mla_v32_problem(7, num_tokens=16, num_heads=64, num_kv=400, topk=256)
+    args = (cuda_bf16(problem["q"]), cuda(problem["kv"]), cuda(problem["indices"]), SM_SCALE)
+    expected = fp8dsa.reference.sparse_mla_prefill(problem["q"], problem["kv"], problem["indices"], SM_SCALE,
+                                                   kv_format="deepseek_v32")
+    one, two = (fp8dsa.sparse_mla_prefill(*args, kv_format="deepseek_v32", q_terms=q, kernel="fp8")
+                for q in (1, 2))
+    assert_attention_matches(two, expected, score_atol=8 * 2e-3)
+    assert_attention_matches(one, expected, score_atol=128 * 2e-3, out_rel_l2=0.15, out_cosine=0.99)
+    assert not torch.equal(one[2], two[2])
+    by_reference = [fp8dsa.sparse_mla_prefill(*args, kv_format="deepseek_v32", q_terms=q, kernel="reference")
+                    for q in (1, 2)]
+    assert all(torch.equal(a, b) for a, b in zip(*by_reference))

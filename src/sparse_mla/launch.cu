@@ -128,10 +128,6 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
                             "chains are fixed; qk_chains must stay at the default " +
                             std::to_string(kDefaultQkChains) + ")");
   }
-  if (v32 && !is_instantiated_v32_q_terms(tuning.v32_q_terms)) {
-    return invalid_argument("sparse_mla fp8: the V3.2-row kernel takes 1 or 2 e4m3 terms of q (v32_q_terms " +
-                            std::to_string(tuning.v32_q_terms) + ")");
-  }
   if (tuning.tail_parts < 0 || tuning.tail_parts > kMaxTailParts) {
     return invalid_argument("sparse_mla fp8: tail_parts takes 0 (the planner's choice), 1 (never split) or up to " +
                             std::to_string(kMaxTailParts) + " key parts (got " + std::to_string(tuning.tail_parts) +
@@ -174,7 +170,7 @@ Status launch_sparse_mla_fp8(const SparseMlaParams& params, const Fp8Tuning& tun
     return invalid_argument("sparse_mla fp8: q_scale * kv_scale * sm_scale must be a finite positive f32");
   }
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (v32) return launch_v32(tuning.v32_q_terms, k, grid, r.stream);
+  if (v32) return launch_v32(r.q_terms, k, grid, r.stream);
   if (transposed) {
     const unsigned pairs = static_cast<unsigned>((r.num_tokens + 1) / 2);  // two tokens a CTA
     return r.num_heads == 8 ? launch_small_heads<8>(k, pairs, r.stream) : launch_small_heads<16>(k, pairs, r.stream);

@@ -44,15 +44,9 @@ constexpr bool has_transposed_kernel(int num_heads) { return num_heads == 8 || n
 // Measured faster than the padded 64-head kernel wherever it exists.
 constexpr bool transposed_by_default(int num_heads) { return has_transposed_kernel(num_heads); }
 
-// The V3.2-row kernel's bf16 q as this many e4m3 terms (v32_config.h): 2 by default (scores within
-// ~2^-8 of bf16 q's), 1 (~2^-4) only as the measured speed alternative.
-constexpr int kDefaultV32QTerms = 2;
-constexpr bool is_instantiated_v32_q_terms(int q_terms) { return q_terms == 1 || q_terms == 2; }
-
 struct Fp8Tuning {
   int qk_chains = kDefaultQkChains;  // of the seesaw kernel (576-byte rows, h a multiple of 64 or 32)
   SmallHeads small_heads = SmallHeads::kDefault;
-  int v32_q_terms = kDefaultV32QTerms;
   // The 64-head kernel's last wave (tail_split.h): 0 as its cost model says, 1 never split, P in
   // [2, kMaxTailParts] split in P key parts (fewer where topk has fewer pairs of tiles).
   int tail_parts = 0;
@@ -78,7 +72,8 @@ Status read_pair_steps(std::vector<uint32_t>* sums);
 // One per instantiation file (small_heads_h*.cu).
 template <int kH>
 Status launch_small_heads(const KernelArgs& args, unsigned blocks, cudaStream_t stream);
-// v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements).
+// v32_heads64.cu: 656-byte rows, bf16 q (KernelArgs::q then points at bf16, strides in elements) as
+// q_terms (SparseMlaParams::q_terms, 1 or 2) e4m3 terms.
 Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream);
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -75,6 +75,7 @@ static Status validate_unguarded(const SparseMlaParams& params) {
                                        static_cast<int>(KvFormat::kDeepSeekV32)}));
   const bool v32 = p.kv_format == KvFormat::kDeepSeekV32;
   if (v32) FP8DSA_RETURN_IF_ERROR(check_v32_inputs(p));
+  FP8DSA_RETURN_IF_ERROR(check_one_of(kOp, "q_terms", p.q_terms, {1, 2}));
   if (p.d_qk == 512) {
     return not_implemented("sparse_mla: d_qk (512) without the rope part is a later stage");
   }

@@ -18,8 +18,8 @@ Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStre
     return launch_warp_specialised(sparse_mla_v32_kernel<2>, V32Config::kSmemAlloc, V32Config::kThreads,
                                    V32Config::kEntryRegs, "sparse_mla_v32_kernel<2>", args, blocks, stream);
   }
-  // launch_sparse_mla_fp8 refused every other count before any CUDA call.
-  return invalid_argument("sparse_mla fp8: v32_q_terms " + std::to_string(q_terms) + " is not instantiated");
+  // validate(SparseMlaParams) refused every other count before any CUDA call.
+  return invalid_argument("sparse_mla fp8: q_terms " + std::to_string(q_terms) + " is not instantiated");
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

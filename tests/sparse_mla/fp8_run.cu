@@ -26,15 +26,19 @@ void print_check(const std::string& what, const tools::SparseMlaCheck& check) {
 // (dequantise to bf16 + FlashMLA BF16: worst error / bound 4.5-6.2 on the bench's V3.2 inputs, ours
 // 3.4-5.9; bench/journal/2026-12-01.md, the 656-byte rows). out keeps SPEC 6's bounds.
 constexpr double kV32ScoreBoundFactor = 8.0;
+// One term rounds q to e4m3's 4 significant bits, 2^4 times the two terms' error: 16x that factor
+// (measured worst 107 at score std 3, bench/journal/2026-12-01.md).
+constexpr double kV32OneTermScoreBoundFactor = 16.0 * kV32ScoreBoundFactor;
 
 bool meets_accuracy(const MlaCase& c, const tools::SparseMlaCheck& check) {
   if (c.kv_format != KvFormat::kDeepSeekV32) return check.passed;
+  const double factor = c.q_terms == 1 ? kV32OneTermScoreBoundFactor : kV32ScoreBoundFactor;
   return check.rel_l2 <= 2.5e-2 && check.cosine >= 0.999 && check.convention_mismatches == 0 &&
-         check.non_finite_out == 0 && check.worst_bound_ratio <= kV32ScoreBoundFactor;
+         check.non_finite_out == 0 && check.worst_bound_ratio <= factor;
 }
 
 std::string tuning_label(const detail::sparse_mla::Fp8Tuning& tuning) {
-  return "qk_chains=" + std::to_string(tuning.qk_chains) + " v32_q_terms=" + std::to_string(tuning.v32_q_terms) +
+  return "qk_chains=" + std::to_string(tuning.qk_chains) +
          (tuning.tail_parts != 0 ? " tail_parts=" + std::to_string(tuning.tail_parts) : std::string()) +
          (tuning.small_heads == detail::sparse_mla::SmallHeads::kTransposed ? " transposed"
           : tuning.small_heads == detail::sparse_mla::SmallHeads::kPadded   ? " padded"
@@ -100,22 +104,25 @@ void run_case(const MlaCase& c, uint64_t seed) {
 }
 
 void run_large(const MlaCase& c, uint64_t seed, int64_t every,
-               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings) {
+               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings, const std::vector<int>& q_terms) {
   MlaProblem pr;
   mla_test::make_problem(c, seed, &pr);
   tools::SampledMlaReference ref;
   FP8DSA_ASSERT_STATUS_OK(build_reference(pr, every, &ref));
-  for (const detail::sparse_mla::Fp8Tuning& tuning : tunings) {
-    const std::string label = c.name() + " " + tuning_label(tuning);
-    SCOPED_TRACE(label);
-    std::vector<uint16_t> out;
-    std::vector<float> lse, max_logits;
-    run_and_check_coverage(pr, &out, &lse, &max_logits,
-                           [&] { return detail::sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
-    if (::testing::Test::HasFatalFailure()) return;
-    const AccuracyVerdict verdict = judge_accuracy(c, pr, ref, out, lse, max_logits, label);
-    if (tuning.qk_chains == detail::sparse_mla::kDefaultQkChains && tuning.v32_q_terms == detail::sparse_mla::kDefaultV32QTerms) {
-      EXPECT_TRUE(verdict.passed) << verdict.description;
+  for (const int terms : q_terms.empty() ? std::vector<int>{c.q_terms} : q_terms) {
+    MlaCase run = c;
+    run.q_terms = terms;
+    pr.device.q_terms = terms;
+    for (const detail::sparse_mla::Fp8Tuning& tuning : tunings) {
+      const std::string label = run.name() + " " + tuning_label(tuning);
+      SCOPED_TRACE(label);
+      std::vector<uint16_t> out;
+      std::vector<float> lse, max_logits;
+      run_and_check_coverage(pr, &out, &lse, &max_logits,
+                             [&] { return detail::sparse_mla::launch_sparse_mla_fp8(pr.device, tuning); });
+      if (::testing::Test::HasFatalFailure()) return;
+      const AccuracyVerdict verdict = judge_accuracy(run, pr, ref, out, lse, max_logits, label);
+      if (tuning.qk_chains == detail::sparse_mla::kDefaultQkChains) EXPECT_TRUE(verdict.passed) << verdict.description;
     }
   }
 }

@@ -40,10 +40,11 @@ AccuracyVerdict judge_accuracy(const MlaCase& c, const MlaProblem& pr, const too
 // One case through sparse_mla_prefill, every token against the f64 reference.
 void run_case(const MlaCase& c, uint64_t seed);
 
-// One problem through launch_sparse_mla_fp8 with each tuning (poisoned outputs, bitwise rerun, every
-// element written), every `every`-th token against the f64 reference (computed once) under SPEC 6,
-// required of the tunings with the default chain count and printed for all.
+// One problem through launch_sparse_mla_fp8 with each tuning and each q term count of q_terms (empty:
+// the case's own) (poisoned outputs, bitwise rerun, every element written), every `every`-th token
+// against the f64 reference (computed once) under SPEC 6 (meets_accuracy), required of the tunings
+// with the default chain count and printed for all.
 void run_large(const MlaCase& c, uint64_t seed, int64_t every,
-               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings = {{}});
+               const std::vector<detail::sparse_mla::Fp8Tuning>& tunings = {{}}, const std::vector<int>& q_terms = {});
 
 }  // namespace fp8dsa::mla_test

@@ -70,6 +70,7 @@ std::string MlaCase::name() const {
          (score_std > 0.0 ? std::string(" ") + tools::mla_values_name(values) + " std=" + std::to_string(score_std).substr(0, 4) : "") +
          (kv_format == KvFormat::kE4m3 ? "" : std::string(" kv=") + kv_format_name(kv_format)) +
          (v32_against_rounding ? " +against_rounding" : "") +
+         (q_terms != 2 ? " q_terms=" + std::to_string(q_terms) : "") +
          " kernel=" + sparse_mla_kernel_name(kernel);
 }
 
@@ -84,6 +85,7 @@ void make_problem(const MlaCase& c, uint64_t seed, MlaProblem* pr) {
   p.num_heads = h;
   p.topk = c.topk;
   p.kv_format = c.kv_format;
+  p.q_terms = c.q_terms;
   p.q_dtype = v32 ? DType::kBF16 : DType::kE4M3;
   p.q_head_stride = kDqk + (c.padded_strides ? 64 : 0);
   p.q_token_stride = h * p.q_head_stride + (c.padded_strides ? 48 : 0);

@@ -43,6 +43,7 @@ struct MlaCase {
   // q and to the V3.2 rows too, so that SPEC 6's bound against the rounding judges the run (the
   // e4m3 format keeps them always).
   bool v32_against_rounding = false;
+  int q_terms = 2;  // kDeepSeekV32: SparseMlaParams::q_terms
 
   std::string name() const;
 };

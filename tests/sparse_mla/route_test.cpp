@@ -92,8 +92,9 @@ TEST(SparseMlaRoute, TailPartsOutsideTheirRangeAreRefused) {
   }
 }
 
-// The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows, and its launcher refuses, before
-// any CUDA call (with no tokens too), a q-term count or a QK^T chain count it is not built for.
+// The V3.2-row kernel: kAuto takes it for bf16 q over 656-byte rows; a q-term count other than 1 or 2
+// is refused by validate(), and a QK^T chain count it is not built for by its launcher, before any
+// CUDA call (with no tokens too).
 TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
   SparseMlaParams p = launchable_params();
   p.kv_format = KvFormat::kDeepSeekV32;
@@ -106,14 +107,18 @@ TEST(SparseMlaRoute, V32KernelAndItsTuningRefusals) {
   }
   for (int64_t tokens : {4, 0}) {
     p.num_tokens = tokens;
+    for (int q_terms : {0, 3}) {
+      p.q_terms = q_terms;
+      const Status s = sparse_mla_prefill(p);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find("q_terms"), std::string::npos) << s.message();
+    }
+    p.q_terms = 1;
+    EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
+    p.q_terms = 2;
     detail::sparse_mla::Fp8Tuning tuning;
-    tuning.v32_q_terms = 3;
-    Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.message().find("1 or 2 e4m3 terms of q (v32_q_terms 3)"), std::string::npos) << s.message();
-    tuning.v32_q_terms = detail::sparse_mla::kDefaultV32QTerms;
     tuning.qk_chains = other_qk_chains();
-    s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
+    Status s = detail::sparse_mla::launch_sparse_mla_fp8(p, tuning);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find(detail::sparse_mla::is_instantiated_qk_chains(tuning.qk_chains)
                                    ? "V3.2-row kernels take no qk_chains choice"

@@ -37,6 +37,7 @@ struct Options {
   int warmup = 3;
   std::string flashmla;
   std::string q8kv8;
+  std::string flashmla_kv;
   std::string sgl_topk;
   std::string torch_topk;
   std::string deepgemm;
@@ -67,7 +68,11 @@ void print_usage(std::FILE* out) {
                "                 on the same inputs (rows with baseline=flashmla_bf16) and print every kernel's\n"
                "                 accuracy against the f64 references\n"
                "  --q8kv8=PATH   also time SGLang's FP8 sparse prefill (../shared/anchors/q8kv8) on the same\n"
-               "                 e4m3 inputs (rows with baseline=q8kv8)\n"
+               "                 e4m3 inputs (rows with baseline=q8kv8); on DeepSeek-V3.2 rows, after the rows'\n"
+               "                 requantisation to unit-scale e4m3 (baseline=requant+q8kv8)\n"
+               "  --flashmla-kv=PATH  also time FlashMLA's FP8-cache sparse decode kernel as prefill\n"
+               "                 (bench/anchors/flashmla_kv_io.py) on the DeepSeek-V3.2 rows as they are\n"
+               "                 (baseline=flashmla_kv)\n"
                "  --sgl-topk=PATH  also time SGLang's top-k kernels (an anchor built by\n"
                "                 bench/anchors/build_sgl_topk.sh) on the causal top-k rows' logits (rows with\n"
                "                 baseline=sgl_fast_topk_v2 and baseline=sgl_topk_transform)\n"
@@ -142,6 +147,8 @@ int parse_args(int argc, char** argv, Options* opt) {
       opt->flashmla = v;
     } else if (starts_with(a, "--q8kv8=", &v) && *v != '\0') {
       opt->q8kv8 = v;
+    } else if (starts_with(a, "--flashmla-kv=", &v) && *v != '\0') {
+      opt->flashmla_kv = v;
     } else if (starts_with(a, "--sgl-topk=", &v) && *v != '\0') {
       opt->sgl_topk = v;
     } else if (starts_with(a, "--torch-topk=", &v) && *v != '\0') {
@@ -286,6 +293,7 @@ int main(int argc, char** argv) {
   ctx.results = &results;
   ctx.flashmla = opt.flashmla;
   ctx.q8kv8 = opt.q8kv8;
+  ctx.flashmla_kv = opt.flashmla_kv;
   ctx.sgl_topk = opt.sgl_topk;
   ctx.torch_topk = opt.torch_topk;
   ctx.deepgemm = opt.deepgemm;

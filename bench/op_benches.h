@@ -26,6 +26,7 @@ struct BenchContext {
   Results* results = nullptr;
   std::string flashmla;    // the FlashMLA anchor executable (empty: not timed)
   std::string q8kv8;       // SGLang's FP8 sparse MLA anchor executable (empty: not timed)
+  std::string flashmla_kv;  // FlashMLA's FP8-cache sparse decode as prefill (bench/anchors/flashmla_kv_io.py)
   std::string deepgemm;    // DeepGEMM's indexer anchor executable (empty: not timed)
   std::string sgl_topk;    // SGLang's top-k kernels' anchor executable (empty: not timed)
   std::string torch_topk;  // bench/torch_topk_io.py: torch.topk as a peer (empty: not timed)

@@ -139,6 +139,14 @@ Status run_q8kv8_io(const BenchContext& ctx, const Q8kv8Inputs& in, double* ms, 
                        in.num_tokens, in.num_kv, in.num_heads, in.topk, in.sm_scale, ms, out, lse, max_logits);
 }
 
+Status run_flashmla_kv_io(const BenchContext& ctx, const FlashMlaKvInputs& in, double* ms,
+                          std::vector<uint16_t>* out, std::vector<float>* lse, std::vector<float>* max_logits) {
+  return run_anchor_io(ctx, ctx.flashmla_kv, "flashmla_kv",
+                       {anchor_file("q.bf16", *in.q), anchor_file("kv.v32", *in.kv),
+                        anchor_file("indices.i32", *in.indices)},
+                       in.num_tokens, in.num_kv, in.num_heads, in.topk, in.sm_scale, ms, out, lse, max_logits);
+}
+
 void print_rounding_accuracy(const char* who, const std::string& shape, const tools::RoundingCheck& c) {
   std::printf("  rounding %-14s %s: out err %.2fx the rounding's (rel L2 %.2e vs %.2e)  cos %.6f  lse err %.2e "
               "(limit %.2e, rounding %.2e)  max_logits err %.2e (limit %.2e)%s\n",

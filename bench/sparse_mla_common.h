@@ -92,6 +92,21 @@ struct Q8kv8Inputs {
 Status run_q8kv8_io(const BenchContext& ctx, const Q8kv8Inputs& in, double* ms, std::vector<uint16_t>* out,
                     std::vector<float>* lse, std::vector<float>* max_logits);
 
+// FlashMLA's FP8-cache sparse decode kernel run as prefill (ctx.flashmla_kv, bench/anchors/
+// flashmla_kv_io.py) on DeepSeek-V3.2's rows as they are: q [T, h, 576] bf16, kv [N, 656] bytes,
+// indices [T, topk]. The kernel returns no max_logits: *max_logits comes back NaN.
+struct FlashMlaKvInputs {
+  int64_t num_tokens, num_kv;
+  int num_heads, topk;
+  float sm_scale;
+  const std::vector<uint16_t>* q;
+  const std::vector<uint8_t>* kv;
+  const std::vector<int32_t>* indices;
+};
+
+Status run_flashmla_kv_io(const BenchContext& ctx, const FlashMlaKvInputs& in, double* ms,
+                          std::vector<uint16_t>* out, std::vector<float>* lse, std::vector<float>* max_logits);
+
 // One kernel's accuracy line against the sampled f64 reference, as the sparse MLA benches print it.
 void print_mla_accuracy(const char* who, const std::string& shape, const tools::SparseMlaCheck& c);
 // The same kernel against the rounding of its inputs (SPEC 6, metrics.h: check_against_rounding).

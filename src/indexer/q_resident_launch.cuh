@@ -91,8 +91,14 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
     if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
     if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
   }
+  // Narrow-shared at H >= 32 too (the default build runs it only below 32 heads).
+  constexpr bool kNarrowShared = true;
+#else
+  constexpr bool kNarrowShared = kHeads < 32;
 #endif
-  if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
+  if constexpr (kNarrowShared) {
+    if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
+  }
   return invalid_argument("indexer q_resident: variant " + std::to_string(static_cast<int>(shape)) +
                           " is not built for H = " + std::to_string(kHeads) + ", D = " + std::to_string(kDim));
 }

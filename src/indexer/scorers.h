@@ -31,8 +31,9 @@ struct ScorerArgs {
 // Q-resident variants (see q_resident_scorer.cuh). Wide: B = 256 (token, head) columns, two
 // consumer warpgroups; narrow: B = 128 columns (128 / H tokens, the seed's N_TOKENS), three.
 // "Shared": every consumer scores every key tile with its own token block; otherwise the
-// consumers share one token block and split the key tiles. kWide / kNarrow exist for H >= 32,
-// D = 128 only, in FP8DSA_TUNING builds (timing comparison).
+// consumers share one token block and split the key tiles. The default build has kWideShared for
+// H >= 32 and kNarrowShared below (what kAuto takes); FP8DSA_TUNING builds add kNarrowShared at
+// H >= 32 and kWide / kNarrow (H >= 32, D = 128) for the timing comparison.
 enum class QResidentShape : int { kAuto = 0, kWide, kNarrow, kWideShared, kNarrowShared };
 
 struct QResidentTuning {

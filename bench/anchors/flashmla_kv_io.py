@@ -21,7 +21,10 @@ is installed, else wheels/sgl_flash_mla-*.whl found beside this file, in $FP8DSA
 """
 import argparse
 import glob
+import importlib
+import importlib.util
 import os
+import statistics
 import subprocess
 import sys
 
@@ -29,41 +32,42 @@ PAGE = 64  # FlashMLA's sparse decode takes page blocks of 64 rows only
 ROW_BYTES = 656
 
 
-def flash_mla_module():
-    try:
-        import flash_mla
-        return flash_mla
-    except ImportError:
-        pass
-    site = os.environ.get("FP8DSA_ANCHOR_SITE", "/tmp/fp8dsa_anchor_site")
+def wheel_candidates():
+    """The sgl_flash_mla wheels this script may install, in the order it tries them."""
     here = os.path.dirname(os.path.abspath(__file__))
-    folders = [os.environ.get("FP8DSA_WHEELS", ""), os.path.join(here, "wheels"),
-               os.path.join(here, "..", "..", ".anchors", "wheels")]
-    if not os.path.isdir(os.path.join(site, "flash_mla")):
-        found = [w for f in folders if f for w in sorted(glob.glob(os.path.join(f, "sgl_flash_mla-*.whl")))]
-        if not found:
-            sys.exit("flashmla_kv_io.py: flash_mla is not installed and no sgl_flash_mla wheel was found")
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                               "--no-compile", "--target", site, found[0]])
-    sys.path.insert(0, site)
-    import flash_mla
-    return flash_mla
+    for folder in (os.environ.get("FP8DSA_WHEELS"), os.path.join(here, "wheels"),
+                   os.path.join(here, os.pardir, os.pardir, ".anchors", "wheels")):
+        if folder:
+            yield from sorted(glob.glob(os.path.join(folder, "sgl_flash_mla-*.whl")))
+
+
+def flash_mla_module():
+    """flash_mla as installed, or from a private site folder filled from a wheel on first use."""
+    if importlib.util.find_spec("flash_mla") is None:
+        site = os.environ.get("FP8DSA_ANCHOR_SITE", "/tmp/fp8dsa_anchor_site")
+        if not os.path.isdir(os.path.join(site, "flash_mla")):
+            wheel = next(wheel_candidates(), None)
+            if wheel is None:
+                sys.exit("flashmla_kv_io.py: flash_mla is not installed and no sgl_flash_mla wheel was found")
+            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+            subprocess.check_call(pip + ["--target", site, wheel])
+        sys.path.insert(0, site)
+    return importlib.import_module("flash_mla")
 
 
 def median_ms(torch, call, iters):
+    """(median, min, max) of `iters` timed calls after one untimed; each call is preceded by about
+    0.5 ms of GPU sleep so that its events bracket GPU work, not the host's enqueue."""
     call()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        torch.cuda._sleep(1_000_000)  # GPU work ahead of the timed call, so the host's enqueue is not timed
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for start, stop in events:
+        torch.cuda._sleep(1_000_000)
         start.record()
         call()
         stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
-    return times[len(times) // 2], times[0], times[-1]
+    torch.cuda.synchronize()
+    times = sorted(start.elapsed_time(stop) for start, stop in events)
+    return statistics.median(times), times[0], times[-1]
 
 
 def load(np, path, dtype, count):

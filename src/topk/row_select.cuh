@@ -130,39 +130,55 @@ __device__ __forceinline__ void select_row(const TopkParams& p, const float* fir
   }
 }
 
-// Writes slots [0, k) of the row: the `count` selected pairs (optionally by descending key), then
-// -1, every index mapped through the page table when there is one.
+// Writes slots [0, k) of the row: the `count` selected pairs by descending key, then -1, every
+// index mapped through the page table when there is one.
 template <int kThreads, int kCandCap>
-__device__ __forceinline__ void write_row(const TopkParams& p, int64_t row, int64_t ks,
-                                          uint32_t count, RowSmem<kThreads, kCandCap>& s) {
+__device__ __forceinline__ void write_sorted_row(const TopkParams& p, int64_t row, int64_t ks, uint32_t count,
+                                                 RowSmem<kThreads, kCandCap>& s) {
+  using Smem = RowSmem<kThreads, kCandCap>;
+  constexpr int kItems = Smem::kSortItems;
   int32_t* out = p.indices + row * p.ld_indices;
   const int k = p.k;
-  if (p.sorted) {
-    using Smem = RowSmem<kThreads, kCandCap>;
-    constexpr int kItems = Smem::kSortItems;
-    uint32_t key[kItems];
-    int32_t idx[kItems];
+  uint32_t key[kItems];
+  int32_t idx[kItems];
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      const uint32_t slot = threadIdx.x * kItems + j;
-      const bool valid = slot < count;
-      // +1 keeps every real key (NaN's 0 included; +inf's 0xFF800000 cannot overflow) above the
-      // padding's 0.
-      key[j] = valid ? s.out_key[slot] + 1u : 0u;
-      idx[j] = valid ? s.out_idx[slot] : -1;
-    }
-    typename Smem::Sort(s.u.sort).SortDescending(key, idx);
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      const int slot = threadIdx.x * kItems + j;
-      if (slot < k) out[slot] = idx[j] < 0 ? -1 : page_transform(p, row, static_cast<int32_t>(ks + idx[j]));
-    }
-    return;
+  for (int j = 0; j < kItems; ++j) {
+    const uint32_t slot = threadIdx.x * kItems + j;
+    const bool valid = slot < count;
+    // +1 keeps every real key (NaN's 0 included; +inf's 0xFF800000 cannot overflow) above the
+    // padding's 0.
+    key[j] = valid ? s.out_key[slot] + 1u : 0u;
+    idx[j] = valid ? s.out_idx[slot] : -1;
   }
+  typename Smem::Sort(s.u.sort).SortDescending(key, idx);
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int slot = threadIdx.x * kItems + j;
+    if (slot < k) out[slot] = idx[j] < 0 ? -1 : page_transform(p, row, static_cast<int32_t>(ks + idx[j]));
+  }
+}
+
+// The same in slot order.
+template <int kThreads, int kCandCap>
+__device__ __forceinline__ void write_unsorted_row(const TopkParams& p, int64_t row, int64_t ks, uint32_t count,
+                                                   RowSmem<kThreads, kCandCap>& s) {
+  int32_t* out = p.indices + row * p.ld_indices;
+  const int k = p.k;
   for (int slot = threadIdx.x; slot < k; slot += kThreads) {
     out[slot] = static_cast<uint32_t>(slot) < count
                     ? page_transform(p, row, static_cast<int32_t>(ks + s.out_idx[slot]))
                     : -1;
+  }
+}
+
+// write_sorted_row with p.sorted, else write_unsorted_row.
+template <int kThreads, int kCandCap>
+__device__ __forceinline__ void write_row(const TopkParams& p, int64_t row, int64_t ks,
+                                          uint32_t count, RowSmem<kThreads, kCandCap>& s) {
+  if (p.sorted) {
+    write_sorted_row<kThreads>(p, row, ks, count, s);
+  } else {
+    write_unsorted_row<kThreads>(p, row, ks, count, s);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
@@ -186,6 +187,59 @@ __device__ __forceinline__ Threshold find_threshold_bin(
     const uint32_t bin = kNumBins - 1 - (threadIdx.x * kBinsPerThread + j);
     if (above[j] < k_rem && k_rem <= above[j] + h[j]) *slot = Threshold{bin, above[j], h[j]};
     if (kZero) hist[bin] = 0u;
+  }
+  __syncthreads();
+  return *slot;
+}
+
+// find_threshold_bin in a few registers, for kernels that keep a row in registers (cub's raking
+// scan caches kThreads / 32 values a raking thread and spills there): each thread sums its
+// kNumBins / kThreads bins, a warp scan and one exchange of the warps' sums (`warp_sums`, shared,
+// kThreads / 32 words) rank the threads, and the thread holding the bin walks its bins. `hist` is
+// shared and 16-byte aligned. Ends with a barrier, as find_threshold_bin.
+template <int kThreads, bool kZero>
+__device__ __forceinline__ Threshold find_threshold_bin_lean(uint32_t* hist, uint32_t k_rem, uint32_t* warp_sums,
+                                                             Threshold* slot) {
+  constexpr int kBins = kNumBins / kThreads;
+  static_assert(kNumBins % kThreads == 0 && kBins % 2 == 0 && kThreads <= 1024, "bins split evenly, in pairs, over <= 32 warps");
+  using Vec = std::conditional_t<kBins % 4 == 0, uint4, uint2>;
+  constexpr int kPerVec = sizeof(Vec) / 4;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t warp = threadIdx.x >> 5;
+  // Thread t holds bins [kNumBins - (t + 1) kBins, kNumBins - t kBins): threads count from the top.
+  uint32_t* mine = hist + kNumBins - (threadIdx.x + 1) * kBins;
+  uint32_t sum = 0;
+#pragma unroll
+  for (int i = 0; i < kBins / kPerVec; ++i) {
+    const Vec v = reinterpret_cast<const Vec*>(mine)[i];
+    if constexpr (kPerVec == 4) {
+      sum += v.x + v.y + v.z + v.w;
+    } else {
+      sum += v.x + v.y;
+    }
+  }
+  uint32_t inclusive = sum;
+#pragma unroll
+  for (uint32_t d = 1; d < 32u; d <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+    if (lane >= d) inclusive += y;
+  }
+  if (lane == 31u) warp_sums[warp] = inclusive;
+  __syncthreads();
+  uint32_t above = __reduce_add_sync(0xFFFFFFFFu, lane < warp ? warp_sums[lane] : 0u) + inclusive - sum;
+  if (above < k_rem && k_rem <= above + sum) {
+    for (int i = kBins - 1; i >= 0; --i) {
+      const uint32_t h = mine[i];
+      if (k_rem <= above + h) {
+        *slot = Threshold{static_cast<uint32_t>(mine - hist) + i, above, h};
+        break;
+      }
+      above += h;
+    }
+  }
+  if (kZero) {
+#pragma unroll
+    for (int i = 0; i < kBins / kPerVec; ++i) reinterpret_cast<Vec*>(mine)[i] = Vec{};
   }
   __syncthreads();
   return *slot;

@@ -51,6 +51,25 @@ struct SplitRowWorkspace {
 inline constexpr size_t kSplitHistBytes = sizeof(uint32_t) * 3 * kNumBins;
 static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned");
 
+// The register path (rows of up to kRegisterMaxKeys keys, topk.cu): one CTA a row keeps the whole
+// row in registers, `vecs` 4-key vectors a thread (plus one register for the 0-3 keys before the
+// row's first 16-byte boundary), read once; every radix level and the ordered emit run over the
+// registers. A thread is planned at its keys plus 32 registers, which sets the CTAs an SM holds.
+inline constexpr int kRegisterVecsPerThread = 8;
+constexpr __host__ __device__ int64_t register_cap_keys(int threads, int vecs = kRegisterVecsPerThread) {
+  return int64_t{4} * vecs * threads;
+}
+constexpr __host__ __device__ int register_plan_regs(int vecs) { return 4 * vecs + 32; }
+constexpr __host__ __device__ int register_min_ctas(int threads, int vecs) {
+  return 65536 / (threads * register_plan_regs(vecs)) > 0 ? 65536 / (threads * register_plan_regs(vecs)) : 1;
+}
+inline constexpr int64_t kRegisterMaxKeys = register_cap_keys(1024);
+static_assert(register_min_ctas(256, 8) == 4 && register_min_ctas(512, 8) == 2 && register_min_ctas(1024, 8) == 1,
+              "64 registers a thread at 8 vectors: 1024 threads an SM");
+// The emit packs a warp's per-vector key counts into bytes (32 lanes x 4 keys < 256) and the CTA's
+// counts of keys above / equal to the threshold into the halves of one word.
+static_assert(kRegisterMaxKeys < (1 << 16) && 32 * 4 < 256, "the register path's counts pack as 16-bit and 8-bit fields");
+
 // The filter path (rows of 16K to 256K keys, topk.cu): a jittered, strided sample of the row gives a float
 // threshold that lies below the row's k-th largest key with high probability; one read of the row
 // keeps the keys at or above it as candidates, and the exact select runs on the candidates only.

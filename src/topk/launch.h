@@ -1,4 +1,4 @@
-// Internal: the two top-k launch paths and the choice between them (the benchmark and the tests
+// Internal: the top-k launch paths and the choice between them (the benchmark and the tests
 // force a path through these; topk() goes through choose_launch()).
 #pragma once
 
@@ -11,6 +11,7 @@ namespace fp8dsa::detail::topk {
 
 struct LaunchConfig {
   bool split = false;     // few long rows: several CTAs per row (needs the workspace)
+  bool registers = false; // one CTA per row, the row held in registers (threads 256, 512 or 1024; N <= 32 x threads)
   bool filter = false;    // one CTA per row, sampled threshold and one read of the row (threads 256 or 512)
   int threads = 1024;     // one-CTA-per-row path: 512 or 1024
   int64_t cache_keys = -1;  // one-CTA-per-row path: keys of the row kept in shared memory; -1: as many as fit
@@ -24,6 +25,7 @@ LaunchConfig choose_launch(const TopkParams& resolved);
 Status launch_row_kernel(const TopkParams& resolved, int threads, int64_t cache_keys);
 Status launch_split(const TopkParams& resolved, int chunks);
 Status launch_filter_kernel(const TopkParams& resolved, int threads);
+Status launch_register_kernel(const TopkParams& resolved, int threads);
 Status launch(const TopkParams& resolved, const LaunchConfig& config);
 
 // Largest CTA count per row the split path may use for this shape (0: split not possible).

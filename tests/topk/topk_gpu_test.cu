@@ -1,6 +1,7 @@
 // fp8dsa::topk (SPEC 2 / 8) against the exact CPU reference, on every launch path: the public entry
-// point, the one-CTA-per-row kernel with the row fully / partly / not cached in shared memory, and
-// the split path with several chunk counts. Every run writes into poisoned outputs (every slot of
+// point, the one-CTA-per-row kernel with the row fully / partly / not cached in shared memory, the
+// filter kernel, the register kernel (rows of N <= its cap; its unsorted output checked slot by
+// slot against the order it promises), and the split path with several chunk counts. Every run writes into poisoned outputs (every slot of
 // [0, k) written, the columns past k untouched); reruns are bitwise identical; the split and row
 // paths run inside a captured CUDA graph.
 #include <gtest/gtest.h>
@@ -9,8 +10,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_test.h"
@@ -120,6 +123,13 @@ std::vector<Path> paths_for(const Problem& pb) {
     c.threads = threads;
     paths.push_back({"filter t" + std::to_string(threads), false, c});
   }
+  for (int threads : {256, 512, 1024}) {
+    if (pb.num_keys > detail::topk::register_cap_keys(threads)) continue;
+    detail::topk::LaunchConfig c;
+    c.registers = true;
+    c.threads = threads;
+    paths.push_back({"registers t" + std::to_string(threads), false, c});
+  }
   if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {
       detail::topk::LaunchConfig c;
@@ -220,6 +230,44 @@ void expect_same_selection(const Problem& pb, const std::vector<int32_t>& got, c
   }
 }
 
+// The register kernel's unsorted output (topk_register_kernel.cu): the selected keys in ascending key
+// order, those equal to the k-th largest taken from the row's start; a row of at most k keys whole.
+std::vector<int32_t> ascending_selection(const Problem& pb, int64_t t) {
+  const int64_t lo = std::clamp<int64_t>(pb.ks[t], 0, pb.num_keys);
+  const int64_t hi = std::max(lo, std::clamp<int64_t>(pb.ke[t], 0, pb.num_keys));
+  const float* row = pb.logits.data() + t * pb.ldl;
+  std::vector<int32_t> out;
+  if (hi - lo <= pb.k) {
+    for (int64_t i = lo; i < hi; ++i) out.push_back(static_cast<int32_t>(i));
+  } else {
+    std::vector<uint32_t> keys;
+    for (int64_t i = lo; i < hi; ++i) keys.push_back(topk_order_key(row[i]));
+    std::nth_element(keys.begin(), keys.begin() + (pb.k - 1), keys.end(), std::greater<>());
+    const uint32_t tau = keys[static_cast<size_t>(pb.k - 1)];
+    int64_t ties = pb.k;
+    for (int64_t i = lo; i < hi; ++i) ties -= topk_order_key(row[i]) > tau;
+    for (int64_t i = lo; i < hi; ++i) {
+      const uint32_t key = topk_order_key(row[i]);
+      if (key > tau || (key == tau && ties-- > 0)) out.push_back(static_cast<int32_t>(i));
+    }
+  }
+  out.resize(static_cast<size_t>(pb.k), -1);
+  return out;
+}
+
+void expect_ascending_selection(const Problem& pb, const std::vector<int32_t>& got, const std::string& what) {
+  int reported = 0;
+  for (int64_t t = 0; t < pb.rows(); ++t) {
+    const std::vector<int32_t> want = ascending_selection(pb, t);
+    const std::vector<int32_t> row(got.begin() + t * pb.ld_indices, got.begin() + t * pb.ld_indices + pb.k);
+    if (row != want && reported++ < 3) {
+      const auto diff = std::mismatch(row.begin(), row.end(), want.begin());
+      ADD_FAILURE() << what << ": row " << t << " slot " << (diff.first - row.begin()) << " holds " << *diff.first
+                    << ", the ascending selection " << *diff.second << " (ks " << pb.ks[t] << ", ke " << pb.ke[t] << ")";
+    }
+  }
+}
+
 // Runs every path on the problem and checks each against the CPU reference and the shared check.
 void check_all_paths(const Problem& pb, const std::string& name) {
   std::vector<int32_t> unused;
@@ -243,6 +291,7 @@ void check_all_paths(const Problem& pb, const std::string& name) {
                                                      pb.rows(), pb.num_keys, pb.ks.data(), pb.ke.data(), options);
     EXPECT_TRUE(c.passed) << c.description;
     expect_same_selection(pb, got, ref_plain, name + " / " + path.name);
+    if (path.config.registers && !pb.sorted) expect_ascending_selection(pb, got, name + " / " + path.name);
     if (!pb.paged()) continue;
     // The transform is applied on the same selection: slot by slot it must be the reference
     // transform of the unpaged run.
@@ -285,10 +334,11 @@ TEST(TopkGpu, SpecRowLengthsEveryKSorted) {
 }
 
 // Adversarial rows: ties everywhere, ordered rows, non-finite mixes, a threshold bucket larger than
-// the candidate list, keys equal in all but the last radix digit, degenerate ranges.
-Problem adversarial_problem(int k, bool sorted) {
-  const int64_t n = 50000;
-  const int rows = 20;
+// the candidate list, keys equal in all but the last radix digit, degenerate ranges, exactly k keys
+// in the top radix bucket (level 0) or in the top bucket of the second digit (level 1). n = 50000
+// suits every path but the register kernel's; n <= 32768 adds it.
+Problem adversarial_problem(int k, bool sorted, int64_t n = 50000) {
+  const int rows = 22;
   Problem pb(rows, n, n + 1, k, 4242 + k);
   pb.sorted = sorted;
   tools::Random rng(99 + k);
@@ -325,6 +375,20 @@ Problem adversarial_problem(int k, bool sorted) {
   pb.set_range(17, n - 700, n + 5000);  // clamped ke
   pb.set_range(18, -5, n + 5);     // the whole row
   fill(19, [&](int64_t i) { return i < 3000 ? 2.0f : static_cast<float>(rng.uniform(-1, 1)); });  // many ties at the top
+  auto bits = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  // k keys spread over the row (`top`): values in [2, 2.5), one top-11-bit bucket; the rest in
+  // [1, 1.25), the bucket below. Then the same in the second digit: k keys 0x3F900000 + [0, 1024),
+  // the rest 0x3F800000 + [0, 1024) (the same top 11 bits, a lower second digit).
+  const int64_t stride = n / (k + 1);
+  auto top = [&](int64_t i) { return i % stride == 0 && i / stride < k; };
+  fill(20, [&](int64_t i) { return static_cast<float>(top(i) ? rng.uniform(2.0, 2.5) : rng.uniform(1.0, 1.25)); });
+  fill(21, [&](int64_t i) {
+    return bits((top(i) ? 0x3F900000u : 0x3F800000u) + static_cast<uint32_t>(rng.uniform_int(0, 1023)));
+  });
   return pb;
 }
 
@@ -336,6 +400,56 @@ TEST(TopkGpu, AdversarialRows) {
 TEST(TopkGpu, AdversarialRowsSorted) {
   FP8DSA_SKIP_WITHOUT_GPU();
   for (int k : {1, 2048}) check_all_paths(adversarial_problem(k, true), "adversarial sorted k=" + std::to_string(k));
+}
+
+// The same rows at the register kernels' row lengths (every path that holds them).
+TEST(TopkGpu, AdversarialRowsInRegisters) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int64_t n : {int64_t{8192}, int64_t{32768}}) {
+    for (bool sorted : {false, true}) {
+      for (int k : {1, 16, 2048}) {
+        check_all_paths(adversarial_problem(k, sorted, n),
+                        "adversarial n=" + std::to_string(n) + " k=" + std::to_string(k) + (sorted ? " sorted" : ""));
+      }
+    }
+  }
+}
+
+// Row lengths around the register kernels' caps (N = 8192, 16384, 32768: 256, 512 and 1024 threads of
+// 32 keys), a warp's 1024 keys, a vector's 4 and k, at every misalignment of the row start: the rows
+// of length N start at rows t = 0..3 of a row stride of N + 1, so at t mod 4; the others at random.
+void register_lengths_case(int64_t n, int k, bool sorted) {
+  std::vector<int64_t> lengths{0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 127, 128, 129, 1023, 1024, 1025, 1027, 4095, 4096, 4097,
+                               k - 1, k, k + 1, k + 2, n - 1025, n - 4, n - 3, n - 1};
+  std::erase_if(lengths, [&](int64_t len) { return len < 0 || len > n; });
+  const size_t full_rows = 4;
+  Problem pb(static_cast<int64_t>(lengths.size() + full_rows), n, n + 1, k, 7000 + n + k + sorted);
+  pb.sorted = sorted;
+  tools::Random rng(13 + n + k);
+  for (size_t t = 0; t < full_rows; ++t) pb.set_range(static_cast<int64_t>(t), 0, n);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const int64_t lo = rng.uniform_int(0, n - lengths[i]);
+    pb.set_range(static_cast<int64_t>(full_rows + i), lo, lo + lengths[i]);
+  }
+  // A few ties and non-finite keys among the random ones.
+  for (int64_t t = 0; t < pb.rows(); ++t) {
+    for (int64_t i = t % 13; i < n; i += 97) pb.row(t)[i] = t % 3 == 0 ? kNaN : (t % 3 == 1 ? kInf : 0.5f);
+  }
+  check_all_paths(pb, "register lengths n=" + std::to_string(n) + " k=" + std::to_string(k));
+}
+
+TEST(TopkGpu, RegisterKernelRowLengths) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int64_t n : {int64_t{8192}, int64_t{16384}, int64_t{32768}}) {
+    for (int k : {1, 100, 2048}) register_lengths_case(n, k, false);
+  }
+}
+
+TEST(TopkGpu, RegisterKernelRowLengthsSorted) {
+  FP8DSA_SKIP_WITHOUT_GPU();
+  for (int64_t n : {int64_t{8192}, int64_t{32768}}) {
+    for (int k : {16, 2048}) register_lengths_case(n, k, true);
+  }
 }
 
 // Rows built against the filter path's sample (config.h): the sampled keys far above the rest (the
@@ -408,24 +522,25 @@ TEST(TopkGpu, PageTableTransform) {
 
 TEST(TopkGpu, BitwiseReruns) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  for (bool sorted : {false, true}) {
-    Problem pb = adversarial_problem(2048, sorted);
+  for (const auto& [sorted, n] : {std::pair{false, int64_t{50000}}, std::pair{true, int64_t{50000}},
+                                  std::pair{false, int64_t{8192}}, std::pair{true, int64_t{8192}}}) {
+    Problem pb = adversarial_problem(2048, sorted, n);
     DeviceProblem dev(pb);
     for (const Path& path : paths_for(pb)) {
       EXPECT_TRUE(testing::reruns_bitwise_equal([&] { return dev.launch(path, false); },
                                                 {testing::rerun_output(dev.out, "indices")}))
-          << path.name << (sorted ? " sorted" : "");
+          << path.name << (sorted ? " sorted" : "") << " n=" << n;
     }
   }
 }
 
-// Both paths inside a captured graph (memset + kernels): same output as eager launches.
+// The paths inside a captured graph (memset + kernels): same output as eager launches.
 TEST(TopkGpu, GraphCapture) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  for (int64_t rows : {int64_t{3}, int64_t{200}}) {
+  for (int64_t rows : {int64_t{3}, int64_t{200}, int64_t{300}}) {
     // 3 rows of 300000 keys take the split path (memset + chained kernels), 200 rows of 70000 the
-    // filter kernel.
-    const int64_t n = rows == 3 ? 300000 : 70000;
+    // filter kernel, 300 rows of 8000 the register kernel.
+    const int64_t n = rows == 3 ? 300000 : (rows == 200 ? 70000 : 8000);
     Problem pb(rows, n, n + 1, 2048, 555 + rows);
     pb.sorted = rows == 3;
     DeviceProblem dev(pb);

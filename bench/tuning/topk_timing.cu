@@ -1,7 +1,9 @@
 // Top-k launch-path timings for tuning (not the benchmark: fp8dsa_bench reports the official
 // numbers). For each shape it times every candidate path of detail::topk with CUDA events (median of
 // kIters launches over rotating input sets), checks that the paths agree with the chosen one, and
-// times the CUB sort baseline. Build: ninja fp8dsa_topk_timing; run with no arguments.
+// times the CUB sort baseline (full rows). Then prefill's causal rows (row t of T sees [0, N - T + t
+// + 1), as fp8dsa_bench's) at the register kernel's sizes. Build: ninja fp8dsa_topk_timing; run with
+// no arguments.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "fp8dsa/topk.h"
 #include "tools/timing.h"
 #include "tool_support.h"
+#include "topk/config.h"
 #include "topk/launch.h"
 #include "topk_baseline.h"
 
@@ -27,6 +30,7 @@ constexpr int kWarmup = 3;
 struct Shape {
   int64_t rows;
   int64_t keys;
+  bool causal = false;  // row t sees [0, keys - rows + t + 1) (keys >= rows); else every key
 };
 
 struct Candidate {
@@ -81,6 +85,11 @@ void run_shape(const Shape& shape, bool with_baseline) {
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ke, shape.rows * 4));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&indices, shape.rows * kTopk * 4));
   std::vector<int32_t> zeros(shape.rows, 0), ends(shape.rows, static_cast<int32_t>(shape.keys));
+  if (shape.causal) {
+    for (int64_t t = 0; t < shape.rows; ++t) ends[t] = static_cast<int32_t>(shape.keys - shape.rows + t + 1);
+  }
+  double keys_read = 0.0;  // the rows' keys, for the GB/s
+  for (const int32_t e : ends) keys_read += e;
   FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ks, zeros.data(), shape.rows * 4, cudaMemcpyHostToDevice));
   FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ke, ends.data(), shape.rows * 4, cudaMemcpyHostToDevice));
 
@@ -113,6 +122,13 @@ void run_shape(const Shape& shape, bool with_baseline) {
     c.filter = true;
     c.threads = threads;
     cands.push_back({"filter t" + std::to_string(threads), c});
+  }
+  for (int threads : {256, 512, 1024}) {
+    if (shape.keys > detail::topk::register_cap_keys(threads)) continue;
+    detail::topk::LaunchConfig c;
+    c.registers = true;
+    c.threads = threads;
+    cands.push_back({"registers t" + std::to_string(threads), c});
   }
   const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {
@@ -148,12 +164,15 @@ void run_shape(const Shape& shape, bool with_baseline) {
     }
     const float ms = time_ms(sets, launch);
     char line[256];
-    std::snprintf(line, sizeof(line), "T=%-5lld N=%-8lld %-22s %8.4f ms  %7.1f GB/s  rows_differing=%lld",
-                  static_cast<long long>(shape.rows), static_cast<long long>(shape.keys), cand.name.c_str(),
-                  ms, n * 4.0 / (ms * 1e-3) / 1e9, static_cast<long long>(bad));
+    std::snprintf(line, sizeof(line), "T=%-5lld N=%-8lld%s %-22s %8.4f ms  %7.1f GB/s  rows_differing=%lld",
+                  static_cast<long long>(shape.rows), static_cast<long long>(shape.keys),
+                  shape.causal ? " causal" : "", cand.name.c_str(),
+                  ms, keys_read * 4.0 / (ms * 1e-3) / 1e9, static_cast<long long>(bad));
     std::printf("%s\n", line);
     std::fflush(stdout);
-    if (cand.name.rfind("chosen", 0) == 0 || cand.name.rfind("filter", 0) == 0) g_summary.push_back(line);
+    if (cand.name.rfind("chosen", 0) == 0 || cand.name.rfind("filter", 0) == 0 || cand.name.rfind("registers", 0) == 0) {
+      g_summary.push_back(line);
+    }
   }
 
   if (with_baseline) {
@@ -188,11 +207,13 @@ void run_shape(const Shape& shape, bool with_baseline) {
 }  // namespace
 
 int main() {
-  const Shape official[] = {{4096, 8192}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
+  const Shape official[] = {{4096, 8192}, {4096, 16384}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
   for (const Shape& s : official) run_shape(s, true);
   // The split / one-CTA switch point.
-  const Shape sweep[] = {{1, 32768}, {8, 32768}, {64, 32768}, {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
+  const Shape sweep[] = {{1, 8192}, {64, 8192}, {1, 32768}, {8, 32768}, {64, 32768}, {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
   for (const Shape& s : sweep) run_shape(s, false);
+  const Shape causal[] = {{4096, 8192, true}, {4096, 16384, true}, {4096, 32768, true}};
+  for (const Shape& s : causal) run_shape(s, false);
   std::printf("\n==== summary (chosen path, median of %d) ====\n", kIters);
   for (const std::string& line : g_summary) std::printf("%s\n", line.c_str());
   return 0;

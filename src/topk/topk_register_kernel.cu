@@ -290,7 +290,9 @@ __global__ void __launch_bounds__(kThreads, register_min_ctas(kThreads, kVecs))
     topk_register_kernel(const TopkParams p) {
   extern __shared__ uint4 smem_dyn[];
   auto& s = *reinterpret_cast<RegisterSmem<kThreads>*>(smem_dyn);
-  const int64_t row = blockIdx.x;
+  // The last rows first: in causal prefill they are the longest, and the short ones then fill the
+  // last wave.
+  const int64_t row = p.num_rows - 1 - blockIdx.x;
   const RowRange range = row_range(p, row);
   const float* first = p.logits + row * p.ldl + range.ks;
   const uint32_t k = static_cast<uint32_t>(p.k);

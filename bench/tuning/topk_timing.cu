@@ -1,6 +1,7 @@
 // Top-k launch-path timings for tuning (not the benchmark: fp8dsa_bench reports the official
 // numbers). For each shape it times every candidate path of detail::topk with CUDA events (median of
-// kIters launches over rotating input sets), checks that the paths agree with the chosen one, and
+// kIters launches over rotating input sets; an FP8DSA_TUNING build adds the register kernel's other
+// shapes), checks that the paths agree with the chosen one, and
 // times the CUB sort baseline (full rows). Then prefill's causal rows (row t of T sees [0, N - T + t
 // + 1), as fp8dsa_bench's) at the register kernel's sizes. Build: ninja fp8dsa_topk_timing; run with
 // no arguments.
@@ -123,12 +124,17 @@ void run_shape(const Shape& shape, bool with_baseline) {
     c.threads = threads;
     cands.push_back({"filter t" + std::to_string(threads), c});
   }
-  for (int threads : {256, 512, 1024}) {
-    if (shape.keys > detail::topk::register_cap_keys(threads)) continue;
+  std::vector<std::pair<int, int>> register_shapes{{256, 8}, {512, 8}, {1024, 8}};  // threads, vectors a thread
+#if defined(FP8DSA_TUNING)
+  register_shapes.insert(register_shapes.end(), {{512, 4}, {1024, 4}, {256, 16}, {512, 16}});
+#endif
+  for (const auto& [threads, vecs] : register_shapes) {
+    if (shape.keys > detail::topk::register_cap_keys(threads, vecs)) continue;
     detail::topk::LaunchConfig c;
     c.registers = true;
     c.threads = threads;
-    cands.push_back({"registers t" + std::to_string(threads), c});
+    c.register_vecs = vecs;
+    cands.push_back({"registers t" + std::to_string(threads) + " x" + std::to_string(vecs), c});
   }
   const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {

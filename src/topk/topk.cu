@@ -85,7 +85,7 @@ LaunchConfig choose_launch(const TopkParams& p) {
 
 Status launch(const TopkParams& p, const LaunchConfig& config) {
   if (config.split) return launch_split(p, config.chunks);
-  if (config.registers) return launch_register_kernel(p, config.threads);
+  if (config.registers) return launch_register_kernel(p, config.threads, config.register_vecs);
   if (config.filter) return launch_filter_kernel(p, config.threads);
   return launch_row_kernel(p, config.threads, config.cache_keys);
 }

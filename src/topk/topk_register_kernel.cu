@@ -332,18 +332,31 @@ Status launch_register(const TopkParams& p) {
 
 }  // namespace
 
-Status launch_register_kernel(const TopkParams& p, int threads) {
+Status launch_register_kernel(const TopkParams& p, int threads, int vecs) {
   if (p.num_rows == 0) return Status::ok();
-  switch (threads) {
-    case 256:
-      return launch_register<256, kRegisterVecsPerThread>(p);
-    case 512:
-      return launch_register<512, kRegisterVecsPerThread>(p);
-    case 1024:
-      return launch_register<1024, kRegisterVecsPerThread>(p);
-    default:
-      return invalid_argument("topk: register kernel threads must be 256, 512 or 1024, got " + std::to_string(threads));
+  if (vecs == kRegisterVecsPerThread) {
+    switch (threads) {
+      case 256:
+        return launch_register<256, kRegisterVecsPerThread>(p);
+      case 512:
+        return launch_register<512, kRegisterVecsPerThread>(p);
+      case 1024:
+        return launch_register<1024, kRegisterVecsPerThread>(p);
+      default:
+        break;
+    }
   }
+#if defined(FP8DSA_TUNING)
+  // Other shapes of the same cap, for the timing driver: 16 keys a thread (twice the threads) and
+  // 64 (half the threads, 128 registers).
+  if (vecs == 4 && threads == 512) return launch_register<512, 4>(p);
+  if (vecs == 4 && threads == 1024) return launch_register<1024, 4>(p);
+  if (vecs == 16 && threads == 256) return launch_register<256, 16>(p);
+  if (vecs == 16 && threads == 512) return launch_register<512, 16>(p);
+#endif
+  return invalid_argument("topk: the register kernel has no instance of " + std::to_string(threads) + " threads x " +
+                          std::to_string(vecs) + " vectors (256, 512 or 1024 threads x " +
+                          std::to_string(kRegisterVecsPerThread) + ")");
 }
 
 }  // namespace fp8dsa::detail::topk

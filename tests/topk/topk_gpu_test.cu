@@ -123,12 +123,17 @@ std::vector<Path> paths_for(const Problem& pb) {
     c.threads = threads;
     paths.push_back({"filter t" + std::to_string(threads), false, c});
   }
-  for (int threads : {256, 512, 1024}) {
-    if (pb.num_keys > detail::topk::register_cap_keys(threads)) continue;
+  std::vector<std::pair<int, int>> register_shapes{{256, 8}, {512, 8}, {1024, 8}};  // threads, vectors a thread
+#if defined(FP8DSA_TUNING)  // the register kernel's other shapes, which the timing driver compares
+  register_shapes.insert(register_shapes.end(), {{512, 4}, {1024, 4}, {256, 16}, {512, 16}});
+#endif
+  for (const auto& [threads, vecs] : register_shapes) {
+    if (pb.num_keys > detail::topk::register_cap_keys(threads, vecs)) continue;
     detail::topk::LaunchConfig c;
     c.registers = true;
     c.threads = threads;
-    paths.push_back({"registers t" + std::to_string(threads), false, c});
+    c.register_vecs = vecs;
+    paths.push_back({"registers t" + std::to_string(threads) + " x" + std::to_string(vecs), false, c});
   }
   if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {

@@ -124,17 +124,23 @@ void run_shape(const Shape& shape, bool with_baseline) {
     c.threads = threads;
     cands.push_back({"filter t" + std::to_string(threads), c});
   }
-  std::vector<std::pair<int, int>> register_shapes{{256, 8}, {512, 8}, {1024, 8}};  // threads, vectors a thread
+  struct RegisterShape {
+    int threads, vecs, smem_vecs;  // threads x 4-key vectors a thread in registers + in shared memory
+  };
+  std::vector<RegisterShape> register_shapes{{256, 8, 0}, {512, 8, 0}, {1024, 8, 0}, {512, 7, 9}};
 #if defined(FP8DSA_TUNING)
-  register_shapes.insert(register_shapes.end(), {{512, 4}, {1024, 4}, {256, 16}, {512, 16}});
+  register_shapes.insert(register_shapes.end(), {{512, 4, 0}, {1024, 4, 0}, {256, 16, 0}, {512, 16, 0}, {256, 8, 8}});
 #endif
-  for (const auto& [threads, vecs] : register_shapes) {
-    if (shape.keys > detail::topk::register_cap_keys(threads, vecs)) continue;
+  for (const RegisterShape& r : register_shapes) {
+    if (shape.keys > detail::topk::register_cap_keys(r.threads, r.vecs, r.smem_vecs)) continue;
     detail::topk::LaunchConfig c;
     c.registers = true;
-    c.threads = threads;
-    c.register_vecs = vecs;
-    cands.push_back({"registers t" + std::to_string(threads) + " x" + std::to_string(vecs), c});
+    c.threads = r.threads;
+    c.register_vecs = r.vecs;
+    c.register_smem_vecs = r.smem_vecs;
+    cands.push_back({"registers t" + std::to_string(r.threads) + " x" + std::to_string(r.vecs) + "+" +
+                         std::to_string(r.smem_vecs),
+                     c});
   }
   const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {

@@ -52,18 +52,26 @@ inline constexpr size_t kSplitHistBytes = sizeof(uint32_t) * 3 * kNumBins;
 static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned");
 
 // The register path (rows of up to kRegisterMaxKeys keys, topk.cu): one CTA a row keeps the whole
-// row in registers, `vecs` 4-key vectors a thread (plus one register for the 0-3 keys before the
-// row's first 16-byte boundary), read once; every radix level and the ordered emit run over the
-// registers. A thread is planned at its keys plus 32 registers, which sets the CTAs an SM holds.
+// row on chip, read once: `vecs` 4-key vectors a thread in registers, `smem_vecs` more in shared
+// memory (for rows too long for the registers of two CTAs an SM), and one register for the 0-3 keys
+// before the row's first 16-byte boundary; every radix level and the ordered emit run over them. A
+// thread is planned at its register keys plus 32 registers, which sets the CTAs an SM holds.
 inline constexpr int kRegisterVecsPerThread = 8;
-constexpr __host__ __device__ int64_t register_cap_keys(int threads, int vecs = kRegisterVecsPerThread) {
-  return int64_t{4} * vecs * threads;
+constexpr __host__ __device__ int64_t register_cap_keys(int threads, int vecs = kRegisterVecsPerThread,
+                                                        int smem_vecs = 0) {
+  return int64_t{4} * (vecs + smem_vecs) * threads;
 }
 constexpr __host__ __device__ int register_plan_regs(int vecs) { return 4 * vecs + 32; }
 constexpr __host__ __device__ int register_min_ctas(int threads, int vecs) {
   return 65536 / (threads * register_plan_regs(vecs)) > 0 ? 65536 / (threads * register_plan_regs(vecs)) : 1;
 }
-inline constexpr int64_t kRegisterMaxKeys = register_cap_keys(1024);
+// The shapes topk.cu chooses: 256 threads of 8 register vectors to 8K keys (4 CTAs an SM), 512 to
+// 16K (2), and for rows to 32K 512 threads of 7 vectors in registers and 9 in shared memory (72 KB;
+// 8 + 8 spilled a few registers) (2).
+inline constexpr int kRegisterLongThreads = 512;
+inline constexpr int kRegisterLongVecs = 7;
+inline constexpr int kRegisterLongSmemVecs = 9;
+inline constexpr int64_t kRegisterMaxKeys = register_cap_keys(kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs);
 static_assert(register_min_ctas(256, 8) == 4 && register_min_ctas(512, 8) == 2 && register_min_ctas(1024, 8) == 1,
               "64 registers a thread at 8 vectors: 1024 threads an SM");
 // The emit packs a warp's per-vector key counts into bytes (32 lanes x 4 keys < 256) and the CTA's

@@ -12,12 +12,13 @@ namespace fp8dsa::detail::topk {
 
 struct LaunchConfig {
   bool split = false;     // few long rows: several CTAs per row (needs the workspace)
-  bool registers = false; // one CTA per row, the row held in registers (threads 256, 512 or 1024; N <= 4 x vecs x threads)
+  bool registers = false; // one CTA per row, the row held on chip (N <= 4 x (vecs + smem vecs) x threads)
   bool filter = false;    // one CTA per row, sampled threshold and one read of the row (threads 256 or 512)
   int threads = 1024;     // one-CTA-per-row path: 512 or 1024
   int64_t cache_keys = -1;  // one-CTA-per-row path: keys of the row kept in shared memory; -1: as many as fit
   int chunks = 0;         // split path: CTAs per row (2..kSplitMaxChunks)
-  int register_vecs = kRegisterVecsPerThread;  // register path: 4-key vectors a thread (FP8DSA_TUNING: 4, 16 too)
+  int register_vecs = kRegisterVecsPerThread;  // register path: 4-key vectors a thread in registers
+  int register_smem_vecs = 0;                  // and in shared memory (launch_register_kernel lists the shapes)
 };
 
 // The measured choice for these resolved params on the current device.
@@ -27,7 +28,11 @@ LaunchConfig choose_launch(const TopkParams& resolved);
 Status launch_row_kernel(const TopkParams& resolved, int threads, int64_t cache_keys);
 Status launch_split(const TopkParams& resolved, int chunks);
 Status launch_filter_kernel(const TopkParams& resolved, int threads);
-Status launch_register_kernel(const TopkParams& resolved, int threads, int vecs = kRegisterVecsPerThread);
+// The register kernel's shapes (threads x vectors in registers + in shared memory): 256, 512 or 1024
+// x 8 + 0, and 512 x 7 + 9; FP8DSA_TUNING builds add 512 / 1024 x 4 + 0, 256 / 512 x 16 + 0 and
+// 256 x 8 + 8.
+Status launch_register_kernel(const TopkParams& resolved, int threads, int vecs = kRegisterVecsPerThread,
+                              int smem_vecs = 0);
 Status launch(const TopkParams& resolved, const LaunchConfig& config);
 
 // Largest CTA count per row the split path may use for this shape (0: split not possible).

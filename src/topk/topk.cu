@@ -15,12 +15,14 @@ namespace fp8dsa {
 namespace detail::topk {
 
 // Path choice.
-// - The register kernel (the row read once into registers) takes every shape of N <= 32768, with
-//   the fewest threads that hold N keys: 256 up to 8192 keys (4 CTAs an SM), 512 up to 16384 (2),
-//   1024 up to 32768 (1). Its speed is not measured yet: it replaces the row kernel below 16K keys
-//   (4096 causal rows of N = 8192 on an H100: 0.194 ms, SGLang's top-k v2 0.083) and the filter
-//   kernel from 16K to 32K (N = 32768: 0.35 ms, SGLang 0.27) on the expectation of issue 57, to be
-//   checked with bench/tuning/topk_timing.cu and fp8dsa_bench --ops=topk.
+// - The register kernel (the row read once and kept on chip) takes every shape of N <= 32768: 256
+//   threads of 32 keys in registers up to 8192 keys (4 CTAs an SM), 512 up to 16384 (2), and 512
+//   with 28 keys a thread in registers and 36 in shared memory up to 32768 (2 CTAs an SM, where 1024
+//   threads of registers alone would run one, its loads then never beside another row's select). Its speed
+//   is not measured yet: it replaces the row kernel below 16K keys (4096 causal rows of N = 8192 on
+//   an H100: 0.194 ms, SGLang's top-k v2 0.083) and the filter kernel from 16K to 32K (N = 32768:
+//   0.35 ms, SGLang 0.27) on the expectation of issue 57, to be checked with
+//   bench/tuning/topk_timing.cu (which also times 1024 threads x 32 keys) and fp8dsa_bench --ops=topk.
 // Longer rows, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
 //   ~0.04 ms of chained launches. T=16 / T=1 x 131072: split 0.053 / 0.042 ms vs one CTA a row
@@ -45,15 +47,23 @@ inline constexpr int64_t kManyRowsCacheKeys = 12288;  // keeps a 512-thread CTA 
 inline constexpr int kFewRowsThreads = 1024;
 inline constexpr int64_t kFilterMinKeys = 16384;
 inline constexpr int kFilterThreads = 512;
-inline constexpr int kRegisterThreads[] = {256, 512, 1024};
-static_assert(register_cap_keys(1024) == kRegisterMaxKeys, "the largest register kernel holds kRegisterMaxKeys");
+// The register kernel's shapes, by the longest row each holds (threads, vectors a thread in
+// registers and in shared memory).
+struct RegisterChoice {
+  int threads, vecs, smem_vecs;
+};
+inline constexpr RegisterChoice kRegisterChoices[] = {{256, kRegisterVecsPerThread, 0},
+                                                      {512, kRegisterVecsPerThread, 0},
+                                                      {kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs}};
 
 LaunchConfig choose_launch(const TopkParams& p) {
   LaunchConfig config;
-  for (const int threads : kRegisterThreads) {
-    if (p.num_keys <= register_cap_keys(threads)) {
+  for (const RegisterChoice& c : kRegisterChoices) {
+    if (p.num_keys <= register_cap_keys(c.threads, c.vecs, c.smem_vecs)) {
       config.registers = true;
-      config.threads = threads;
+      config.threads = c.threads;
+      config.register_vecs = c.vecs;
+      config.register_smem_vecs = c.smem_vecs;
       return config;
     }
   }
@@ -85,7 +95,7 @@ LaunchConfig choose_launch(const TopkParams& p) {
 
 Status launch(const TopkParams& p, const LaunchConfig& config) {
   if (config.split) return launch_split(p, config.chunks);
-  if (config.registers) return launch_register_kernel(p, config.threads, config.register_vecs);
+  if (config.registers) return launch_register_kernel(p, config.threads, config.register_vecs, config.register_smem_vecs);
   if (config.filter) return launch_filter_kernel(p, config.threads);
   return launch_row_kernel(p, config.threads, config.cache_keys);
 }

@@ -1,21 +1,23 @@
-// One CTA per row with the whole row in registers (rows of up to 4 x kVecs x kThreads keys), read
-// once from global memory.
+// One CTA per row with the whole row on chip (rows of up to 4 x (kVecs + kSmemVecs) x kThreads keys),
+// read once from global memory.
 //
-//   load     16-byte loads of the row's body (from its first 16-byte boundary), kept as order keys:
-//            warp w holds body vectors [w, w + 1) x 32 kVecs, register vector j of lane l being
-//            vector 32 j + l of that block, so every load instruction reads 512 contiguous bytes;
-//            the 0-3 keys before the boundary (the head) sit in warp 0's lanes
-//   select   the three radix levels of config.h, each a histogram over the registers (only keys of
-//            the bucket chosen so far add to it) and find_threshold_bin_lean: tau, the k-th largest key,
-//            and `ties`, the keys equal to tau that complete the k (a level whose threshold bucket
-//            is taken whole ends the select early)
+//   load     the row's body (from its first 16-byte boundary) as 4-key vectors: warp w holds body
+//            vectors [w, w + 1) x 32 (kVecs + kSmemVecs), its vector j of lane l being vector 32 j + l
+//            of that block, so every load instruction reads 512 contiguous bytes; vectors j < kVecs
+//            are loaded into registers, the others copied into shared memory (cp.async); both are
+//            kept as order keys. The 0-3 keys before the boundary (the head) sit in warp 0's lanes.
+//   select   the three radix levels of config.h, each a histogram over the keys (only keys of the
+//            bucket chosen so far add to it) and find_threshold_bin_lean: tau, the k-th largest key,
+//            and `ties`, the keys equal to tau that complete the k (a level whose threshold bucket is
+//            taken whole ends the select early)
 //   emit     the keys above tau and the first `ties` keys equal to it, in ascending key order, into
 //            the output slots (ranks from byte-packed warp scans and one exchange of the warps'
 //            counts: no atomics decide a slot, so reruns are bitwise identical)
 //   write    as the row kernel (sorted or not, through the page table)
 //
-// No candidate list and no fallback: every level reads the registers, so a threshold bucket of any
+// No candidate list and no fallback: every level reads all the keys, so a threshold bucket of any
 // size (ties, constant rows) is exact.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,7 @@
 
 #include "core/cuda_check.h"
 #include "core/launch.cuh"
+#include "hopper/cp_async.cuh"
 #include "topk/config.h"
 #include "topk/launch.h"
 #include "topk/radix_select.cuh"
@@ -31,24 +34,51 @@
 namespace fp8dsa::detail::topk {
 namespace {
 
+// The kernel's dynamic shared memory: RegisterSmem, then the shared-memory key vectors.
+extern __shared__ uint4 register_smem[];
+
 // RowSmem's smallest candidate list (this kernel keeps none) that leaves its layout as it is.
 constexpr int kNoCandidates = 4;
 
 template <int kThreads>
 struct RegisterSmem {
-  RowSmem<kThreads, kNoCandidates> row;  // histogram, scan, the k output pairs, the sort
+  RowSmem<kThreads, kNoCandidates> row;  // histogram, the k output pairs, the sort
   // Per warp: the threshold search's bin sums, then the emit's keys above tau | equal to it << 16.
   uint32_t warp_sums[kThreads / 32];
-  uint32_t discard;  // the histogram increments of keys outside the bucket being refined
+  uint32_t discard;       // the histogram increments of keys outside the bucket being refined
+  uint32_t head_keys[4];  // the keys before the row's first 16-byte boundary (0-3), then 0
 };
 
-// A key of the row as held in registers: order_key's order (NaN lowest, -0 == +0) with NaN at 1,
-// so that 0 marks a slot past the row (a pad), below every key. Five instructions to order_key's
-// eight: adding +0 turns -0 into +0 and keeps every other value.
+// A register kernel's shape: kThreads threads, each holding kVecs 4-key vectors in registers and
+// kSmemVecs more in shared memory (after RegisterSmem, [kSmemVecs][kThreads] vectors).
+template <int kThreads_, int kVecs_, int kSmemVecs_>
+struct RegisterShape {
+  static constexpr int kThreads = kThreads_;
+  static constexpr int kVecs = kVecs_;
+  static constexpr int kSmemVecs = kSmemVecs_;
+  static constexpr int kAllVecs = kVecs + kSmemVecs;
+  static constexpr size_t kHeadBytes = (sizeof(RegisterSmem<kThreads>) + 15) / 16 * 16;
+  static constexpr size_t kSmemBytes = kHeadBytes + size_t{16} * kSmemVecs * kThreads;
+  // CTAs an SM holds: as the register plan allows, within an SM's 228 KB (1 KB of it reserved a CTA).
+  static constexpr int kSmemCtas = static_cast<int>(228 * 1024 / (kSmemBytes + 1024));
+  static constexpr int kMinCtas = register_min_ctas(kThreads, kVecs) < kSmemCtas ? register_min_ctas(kThreads, kVecs) : kSmemCtas;
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024 && kVecs >= 1 && kSmemVecs >= 0, "whole warps, a key vector");
+  static_assert(kSmemCtas >= 1 && kSmemBytes <= 227 * 1024, "a CTA fits the shared memory of a block");
+};
+
+// A key of the row as held on chip: order_key's order (NaN lowest, -0 == +0) with NaN at 1, so that
+// 0 marks a slot past the row (a pad), below every key. Five instructions to order_key's eight:
+// adding +0 turns -0 into +0 and keeps every other value.
 __device__ __forceinline__ uint32_t present_key(float x) {
   const uint32_t u = __float_as_uint(__fadd_rn(x, 0.0f));
   const uint32_t key = u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
   return x != x ? 1u : key;
+}
+
+// The keys of 4 floats, the lanes past the first n (0..4) pads.
+__device__ __forceinline__ uint4 present_keys(const float4& x, uint32_t n) {
+  return make_uint4(n > 0u ? present_key(x.x) : 0u, n > 1u ? present_key(x.y) : 0u, n > 2u ? present_key(x.z) : 0u,
+                    n > 3u ? present_key(x.w) : 0u);
 }
 
 // *dst = value where `hit`: one predicated store (a branch around it costs three more instructions
@@ -59,70 +89,103 @@ __device__ __forceinline__ void store_if(bool hit, uint32_t* dst, uint32_t value
                : "memory");
 }
 
-__device__ __forceinline__ float component(const float4& v, int s) {
-  return s == 0 ? v.x : (s == 1 ? v.y : (s == 2 ? v.z : v.w));
-}
-
 __device__ __forceinline__ uint32_t byte_of(uint32_t word, int b) { return (word >> (8 * b)) & 0xFFu; }
 
-// The row in registers. Body vector v (keys num_head + 4v .. num_head + 4v + 3 of the row) is
-// register vector j of lane l of warp w for v = (w kVecs + j) 32 + l.
-template <int kVecs>
+// The row on chip. Body vector v (keys num_head + 4v .. num_head + 4v + 3 of the row) is vector j of
+// lane l of warp w for v = (w kAllVecs + j) 32 + l: in key[j] for j < kVecs, else in shared memory.
+// The head keys (before the body) are in RegisterSmem::head_keys, and little else is held in
+// registers (the shape with keys in shared memory spilled while the head key and the row's vector
+// count were).
+template <class Shape>
 struct RegisterRow {
-  uint32_t key[kVecs][4];  // pads (0) past the row's end
-  uint32_t head;           // warp 0, lanes < num_head: key `lane` of the row; 0 elsewhere
+  uint4 key[Shape::kVecs];  // pads (0) past the row's end
   uint32_t num_head;
-  uint32_t nvec;           // body vectors holding at least one key
-  uint32_t vec0;           // this lane's vector in register 0
-
-  __device__ __forceinline__ uint32_t vec(int j) const { return vec0 + 32u * j; }
   // Whether this warp holds a key of the row (the same in every lane). The passes skip the warps
-  // past the row's end and run over every register of the others (a branch a vector costs more than
+  // past the row's end and run over every vector of the others (a branch a vector costs more than
   // the pads it skips, which lie in one warp of the row).
-  __device__ __forceinline__ bool live() const { return (vec0 & ~31u) < nvec; }
-  // Key s of register vector j, as an offset from the row's first key.
-  __device__ __forceinline__ uint32_t offset(int j, int s) const { return num_head + 4u * vec(j) + s; }
+  bool live;
+
+  __device__ __forceinline__ static uint32_t vec(int j) {
+    return (threadIdx.x >> 5) * (32u * Shape::kAllVecs) + (threadIdx.x & 31u) + 32u * j;
+  }
+  // Vector j >= kVecs: [kSmemVecs][kThreads] vectors after RegisterSmem (a constant offset, no pointer
+  // held in registers).
+  __device__ __forceinline__ static uint4& smem_vec(int j) {
+    return register_smem[Shape::kHeadBytes / 16 + (j - Shape::kVecs) * Shape::kThreads + threadIdx.x];
+  }
+  // The 4 keys of vector j (j a constant once unrolled).
+  __device__ __forceinline__ uint4 keys(int j) const {
+    return j < Shape::kVecs ? key[j < Shape::kVecs ? j : 0] : smem_vec(j);
+  }
+  // This lane's head key (lanes 0-3 of warp 0), 0 elsewhere.
+  __device__ __forceinline__ static uint32_t head() {
+    return threadIdx.x < 4u ? reinterpret_cast<const RegisterSmem<Shape::kThreads>*>(register_smem)->head_keys[threadIdx.x]
+                            : 0u;
+  }
+  // Key c of vector j, as an offset from the row's first key.
+  __device__ __forceinline__ uint32_t offset(int j, int c) const { return num_head + 4u * vec(j) + c; }
 };
 
-// Issues every load of the row (a 16-byte load per whole vector, scalar loads for the last partial
-// one and the head), zeroes the histogram while they are in flight, then turns them into keys.
-template <int kThreads, int kVecs>
-__device__ __forceinline__ void load_row(const float* first, uint32_t len, uint32_t* hist, RegisterRow<kVecs>& r) {
+// Issues every load of the row (a 16-byte load or cp.async per whole vector, scalar loads for the
+// last partial one and the head), zeroes the histogram while they are in flight, then turns them
+// into keys (the shared-memory vectors in place).
+template <class Shape>
+__device__ __forceinline__ void load_row(const float* first, uint32_t len, RegisterSmem<Shape::kThreads>& s,
+                                         RegisterRow<Shape>& r) {
   const uint32_t misalign = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(first) >> 2) & 3u;
   r.num_head = min((4u - misalign) & 3u, len);
-  r.vec0 = (threadIdx.x >> 5) * (32u * kVecs) + (threadIdx.x & 31u);
   const float* body = first + r.num_head;  // 16-byte aligned
   const uint32_t body_len = len - r.num_head;
   const uint32_t full = body_len / 4u;
-  r.nvec = (body_len + 3u) / 4u;
-  float4 x[kVecs];
+  const uint32_t nvec = (body_len + 3u) / 4u;
+  const uint32_t warp_vec0 = (threadIdx.x >> 5) * (32u * Shape::kAllVecs);
+  r.live = warp_vec0 < nvec;
+  // Keys of vector v that lie in the row (4 for a whole vector).
+  auto in_row = [&](uint32_t v) { return v < full ? 4u : (v < nvec ? body_len - 4u * v : 0u); };
+  auto load_partial = [&](uint32_t v) {
+    const uint32_t n = in_row(v);
+    const float* p = body + 4ull * v;
+    return make_float4(n > 0u ? __ldg(p) : 0.0f, n > 1u ? __ldg(p + 1) : 0.0f, n > 2u ? __ldg(p + 2) : 0.0f, 0.0f);
+  };
 #pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
+  for (int j = Shape::kVecs; j < Shape::kAllVecs; ++j) {
     const uint32_t v = r.vec(j);
-    if (v < full) {
-      x[j] = __ldg(reinterpret_cast<const float4*>(body) + v);
-    } else {
-      const uint32_t n = v < r.nvec ? body_len - 4u * v : 0u;  // 1..3 in the last vector
-      const float* p = body + 4ull * v;
-      x[j] = make_float4(n > 0u ? __ldg(p) : 0.0f, n > 1u ? __ldg(p + 1) : 0.0f, n > 2u ? __ldg(p + 2) : 0.0f, 0.0f);
+    if (r.live && v < full) {
+      hopper::cp_async_16_zfill(static_cast<uint32_t>(__cvta_generic_to_shared(&r.smem_vec(j))),
+                                reinterpret_cast<const float4*>(body) + v, true);
     }
   }
-  const float head = threadIdx.x < r.num_head ? __ldg(first + threadIdx.x) : 0.0f;
+  hopper::cp_async_commit_group();
+  float4 x[Shape::kVecs];
+#pragma unroll
+  for (int j = 0; j < Shape::kVecs; ++j) {
+    const uint32_t v = r.vec(j);
+    x[j] = v < full ? __ldg(reinterpret_cast<const float4*>(body) + v) : load_partial(v);
+  }
+  if (threadIdx.x < 4u) s.head_keys[threadIdx.x] = threadIdx.x < r.num_head ? present_key(__ldg(first + threadIdx.x)) : 0u;
   static_assert(kNumBins % 4 == 0, "the histogram is zeroed as 16-byte vectors");
-  for (int b = threadIdx.x; b < kNumBins / 4; b += kThreads) reinterpret_cast<uint4*>(hist)[b] = make_uint4(0u, 0u, 0u, 0u);
+  for (int b = threadIdx.x; b < kNumBins / 4; b += Shape::kThreads) {
+    reinterpret_cast<uint4*>(s.row.u.select.hist)[b] = make_uint4(0u, 0u, 0u, 0u);
+  }
   __syncthreads();
 
-  r.head = threadIdx.x < r.num_head ? present_key(head) : 0u;
+  if (!r.live) return;  // the passes never read this warp's vectors
 #pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    if ((r.vec0 & ~31u) + 32u * j + 31u < full) {  // every lane's vector is whole
+  for (int j = 0; j < Shape::kVecs; ++j) {
+    const bool whole = warp_vec0 + 32u * j + 31u < full;  // every lane's vector (the same in every lane)
+    r.key[j] = present_keys(x[j], whole ? 4u : in_row(r.vec(j)));
+  }
+  hopper::cp_async_wait_group<0>();  // this thread's copies: it alone reads its shared vectors
 #pragma unroll
-      for (int s = 0; s < 4; ++s) r.key[j][s] = present_key(component(x[j], s));
+  for (int j = Shape::kVecs; j < Shape::kAllVecs; ++j) {
+    const uint32_t v = r.vec(j);
+    if (v < full) {
+      const uint4 raw = r.smem_vec(j);
+      r.smem_vec(j) = present_keys(make_float4(__uint_as_float(raw.x), __uint_as_float(raw.y), __uint_as_float(raw.z),
+                                               __uint_as_float(raw.w)),
+                                   4u);
     } else {
-      const uint32_t v = r.vec(j);
-      const uint32_t n = v < full ? 4u : (v < r.nvec ? body_len - 4u * v : 0u);
-#pragma unroll
-      for (int s = 0; s < 4; ++s) r.key[j][s] = static_cast<uint32_t>(s) < n ? present_key(component(x[j], s)) : 0u;
+      r.smem_vec(j) = present_keys(load_partial(v), in_row(v));
     }
   }
 }
@@ -130,10 +193,11 @@ __device__ __forceinline__ void load_row(const float* first, uint32_t len, uint3
 // Adds the keys whose digits above level kLevel's are `prefix` to the level's histogram; the others
 // add to `discard` (an increment of 1 at one address a lane is one ATOMS.POPC.INC a warp, the lanes
 // of one address counted together; ptxas turns a predicated one into a branch, three more
-// instructions a key). The pads of the row's last live warp may add to bin 0 of a level: they rank
-// below every key of the row, which holds more than k keys, so no threshold lands on them.
-template <int kLevel, int kVecs>
-__device__ __forceinline__ void histogram_level(const RegisterRow<kVecs>& r, uint32_t prefix, uint32_t* hist,
+// instructions a key; `discard` is taken as an index from hist so that the select picks an offset).
+// The pads of the row's last live warp may add to bin 0 of a level: they rank below every key of
+// the row, which holds more than k keys, so no threshold lands on them.
+template <int kLevel, class Shape>
+__device__ __forceinline__ void histogram_level(const RegisterRow<Shape>& r, uint32_t prefix, uint32_t* hist,
                                                 uint32_t* discard) {
   const uint32_t discard_bin = static_cast<uint32_t>(discard - hist);
   auto add = [&](uint32_t key) {
@@ -142,12 +206,16 @@ __device__ __forceinline__ void histogram_level(const RegisterRow<kVecs>& r, uin
     const bool hit = kLevel == 0 || rest < (1u << level_shift(kLevel > 0 ? kLevel - 1 : 0));
     atomicAdd(&hist[hit ? rest >> level_shift(kLevel) : discard_bin], 1u);
   };
-  if (r.head != 0u) add(r.head);
-  if (!r.live()) return;
+  const uint32_t head = r.head();
+  if (head != 0u) add(head);
+  if (!r.live) return;
 #pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-#pragma unroll
-    for (int s = 0; s < 4; ++s) add(r.key[j][s]);
+  for (int j = 0; j < Shape::kAllVecs; ++j) {
+    const uint4 k4 = r.keys(j);
+    add(k4.x);
+    add(k4.y);
+    add(k4.z);
+    add(k4.w);
   }
 }
 
@@ -160,8 +228,10 @@ struct Selection {
   bool split_ties;
 };
 
-template <int kThreads, int kVecs>
-__device__ __forceinline__ Selection select_threshold(const RegisterRow<kVecs>& r, uint32_t k, RegisterSmem<kThreads>& s) {
+template <class Shape>
+__device__ __forceinline__ Selection select_threshold(const RegisterRow<Shape>& r, uint32_t k,
+                                                      RegisterSmem<Shape::kThreads>& s) {
+  constexpr int kThreads = Shape::kThreads;
   uint32_t* hist = s.row.u.select.hist;
   histogram_level<0>(r, 0u, hist, &s.discard);
   __syncthreads();
@@ -188,175 +258,185 @@ __device__ __forceinline__ Selection select_threshold(const RegisterRow<kVecs>& 
 
 // Writes the selection in ascending key order: the offsets into s.row.out_idx[0, k), with kKeys
 // their keys into s.row.out_key. A selected key's slot is the number of selected keys before it:
-// the keys above tau before it plus min(ties, keys equal to tau before it). Those counts come from
-// the earlier warps' totals, then the warp's earlier register vectors, then the earlier lanes (a
-// warp scan of per-vector counts packed one byte a vector), then the lane's earlier keys.
-template <int kThreads, int kVecs, bool kSplitTies, bool kKeys>
-__device__ __forceinline__ void emit_selection(const RegisterRow<kVecs>& r, Selection sel, RegisterSmem<kThreads>& s) {
-  constexpr int kWords = (kVecs + 3) / 4;
+// the keys above tau before it plus min(ties, keys equal to tau before it). A lane gets the counts
+// up to the end of its vector j from the earlier warps' totals, the warp's earlier vectors and an
+// inclusive warp scan of per-vector counts (one byte a vector), then walks its 4 keys backwards.
+template <class Shape, bool kSplitTies, bool kKeys>
+__device__ __forceinline__ void emit_selection(const RegisterRow<Shape>& r, Selection sel,
+                                               RegisterSmem<Shape::kThreads>& s) {
+  constexpr int kWords = (Shape::kAllVecs + 3) / 4;
   const uint32_t lane = threadIdx.x & 31u;
   const uint32_t warp = threadIdx.x >> 5;
   const uint32_t tau = sel.tau;
   // Without split ties one class suffices: the keys >= tau. (Pads, 0, are below tau.)
   auto above = [tau](uint32_t key) { return kSplitTies ? key > tau : key >= tau; };
   auto equal = [tau](uint32_t key) { return kSplitTies && key == tau; };
+  auto count = [&](const uint4& k4, auto pred) {
+    return static_cast<uint32_t>(pred(k4.x)) + static_cast<uint32_t>(pred(k4.y)) + static_cast<uint32_t>(pred(k4.z)) +
+           static_cast<uint32_t>(pred(k4.w));
+  };
 
-  uint32_t gt[kWords], eq[kWords];  // this lane's counts, byte j % 4 of word j / 4 for vector j
+  uint32_t gt[kWords], eq[kWords];  // byte j % 4 of word j / 4: keys of vector j, then inclusive over lanes
 #pragma unroll
   for (int w = 0; w < kWords; ++w) gt[w] = eq[w] = 0u;
-  if (r.live()) {
+  if (r.live) {
 #pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      uint32_t g = 0u, e = 0u;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        g += above(r.key[j][c]) ? 1u : 0u;
-        e += equal(r.key[j][c]) ? 1u : 0u;
-      }
-      gt[j / 4] += g << (8 * (j % 4));
-      eq[j / 4] += e << (8 * (j % 4));
+    for (int j = 0; j < Shape::kAllVecs; ++j) {
+      const uint4 k4 = r.keys(j);
+      gt[j / 4] += count(k4, above) << (8 * (j % 4));
+      if (kSplitTies) eq[j / 4] += count(k4, equal) << (8 * (j % 4));
     }
-  }
-  uint32_t gt_incl[kWords], eq_incl[kWords];
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    gt_incl[w] = gt[w];
-    eq_incl[w] = eq[w];
   }
 #pragma unroll
   for (uint32_t d = 1; d < 32u; d <<= 1) {
 #pragma unroll
     for (int w = 0; w < kWords; ++w) {
-      const uint32_t yg = __shfl_up_sync(0xFFFFFFFFu, gt_incl[w], d);
-      if (lane >= d) gt_incl[w] += yg;
+      const uint32_t yg = __shfl_up_sync(0xFFFFFFFFu, gt[w], d);
+      if (lane >= d) gt[w] += yg;
       if (kSplitTies) {
-        const uint32_t ye = __shfl_up_sync(0xFFFFFFFFu, eq_incl[w], d);
-        if (lane >= d) eq_incl[w] += ye;
+        const uint32_t ye = __shfl_up_sync(0xFFFFFFFFu, eq[w], d);
+        if (lane >= d) eq[w] += ye;
       }
     }
   }
-  const uint32_t head_gt = __ballot_sync(0xFFFFFFFFu, above(r.head));
-  const uint32_t head_eq = kSplitTies ? __ballot_sync(0xFFFFFFFFu, equal(r.head)) : 0u;
-  uint32_t gt_total[kWords], eq_total[kWords];  // the warp's counts per vector, bytes as above
+  const uint32_t head = r.head();
+  const uint32_t head_gt = __ballot_sync(0xFFFFFFFFu, above(head));
+  const uint32_t head_eq = kSplitTies ? __ballot_sync(0xFFFFFFFFu, equal(head)) : 0u;
   uint32_t warp_gt = __popc(head_gt), warp_eq = __popc(head_eq);
 #pragma unroll
   for (int w = 0; w < kWords; ++w) {
-    gt_total[w] = __shfl_sync(0xFFFFFFFFu, gt_incl[w], 31);
-    eq_total[w] = kSplitTies ? __shfl_sync(0xFFFFFFFFu, eq_incl[w], 31) : 0u;
-    warp_gt += __dp4a(gt_total[w], 0x01010101u, 0u);
-    warp_eq += __dp4a(eq_total[w], 0x01010101u, 0u);
-    gt[w] = gt_incl[w] - gt[w];  // exclusive now (no byte borrows: each byte of incl holds its own)
-    eq[w] = eq_incl[w] - eq[w];
+    warp_gt += __dp4a(__shfl_sync(0xFFFFFFFFu, gt[w], 31), 0x01010101u, 0u);
+    if (kSplitTies) warp_eq += __dp4a(__shfl_sync(0xFFFFFFFFu, eq[w], 31), 0x01010101u, 0u);
   }
   if (lane == 0) s.warp_sums[warp] = warp_gt | (warp_eq << 16);
   __syncthreads();
   const uint32_t before = __reduce_add_sync(0xFFFFFFFFu, lane < warp ? s.warp_sums[lane] : 0u);
-  uint32_t n_gt = before & 0xFFFFu;  // above-tau and equal keys before this warp's next keys
+  uint32_t n_gt = before & 0xFFFFu;  // keys above tau / equal to it before this warp's next keys
   uint32_t n_eq = before >> 16;
 
+  // g / e: the keys above tau / equal to it before `key`.
   auto put = [&](uint32_t key, uint32_t offset, uint32_t g, uint32_t e) {
-    // g / e: keys above tau / equal to it before this one.
-    const bool take_above = above(key);
-    const bool take = take_above || (equal(key) && e < sel.ties);
-    const uint32_t slot = take_above ? (kSplitTies ? g + min(e, sel.ties) : g) : g + e;
+    const bool is_above = above(key);
+    const bool take = is_above || (equal(key) && e < sel.ties);
+    const uint32_t slot = is_above ? (kSplitTies ? g + min(e, sel.ties) : g) : g + e;
     store_if(take, reinterpret_cast<uint32_t*>(&s.row.out_idx[slot]), offset);
     if (kKeys) store_if(take, &s.row.out_key[slot], key);
   };
   const uint32_t lanes_below = (1u << lane) - 1u;
-  put(r.head, lane, n_gt + __popc(head_gt & lanes_below), n_eq + __popc(head_eq & lanes_below));
+  put(head, lane, n_gt + __popc(head_gt & lanes_below), n_eq + __popc(head_eq & lanes_below));
   n_gt += __popc(head_gt);
   n_eq += __popc(head_eq);
-  if (!r.live()) return;
+  if (!r.live) return;
+  uint32_t total_gt = 0u, total_eq = 0u;  // the warp's counts of the current word's vectors
 #pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
+  for (int j = 0; j < Shape::kAllVecs; ++j) {
+    if (j % 4 == 0) {
+      total_gt = __shfl_sync(0xFFFFFFFFu, gt[j / 4], 31);
+      if (kSplitTies) total_eq = __shfl_sync(0xFFFFFFFFu, eq[j / 4], 31);
+    }
+    // Counts up to and including this lane's vector j; each key taken off going backwards leaves
+    // the counts before it.
     uint32_t g = n_gt + byte_of(gt[j / 4], j % 4);
     uint32_t e = n_eq + byte_of(eq[j / 4], j % 4);
+    const uint4 k4 = r.keys(j);
+    const uint32_t key[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t key = r.key[j][c];
-      put(key, r.offset(j, c), g, e);
-      g += above(key) ? 1u : 0u;
-      e += equal(key) ? 1u : 0u;
+    for (int c = 3; c >= 0; --c) {
+      g -= above(key[c]) ? 1u : 0u;
+      e -= equal(key[c]) ? 1u : 0u;
+      put(key[c], r.offset(j, c), g, e);
     }
-    n_gt += byte_of(gt_total[j / 4], j % 4);
-    n_eq += byte_of(eq_total[j / 4], j % 4);
+    n_gt += byte_of(total_gt, j % 4);
+    n_eq += byte_of(total_eq, j % 4);
   }
 }
 
 // kSorted (p.sorted) is a template argument: the block sort of write_sorted_row needs registers
 // the unsorted kernel then does not reserve.
-template <int kThreads, int kVecs, bool kSorted>
-__global__ void __launch_bounds__(kThreads, register_min_ctas(kThreads, kVecs))
-    topk_register_kernel(const TopkParams p) {
-  extern __shared__ uint4 smem_dyn[];
-  auto& s = *reinterpret_cast<RegisterSmem<kThreads>*>(smem_dyn);
+template <class Shape, bool kSorted>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinCtas) topk_register_kernel(const TopkParams p) {
+  constexpr int kThreads = Shape::kThreads;
+  auto& s = *reinterpret_cast<RegisterSmem<kThreads>*>(register_smem);
   // The last rows first: in causal prefill they are the longest, and the short ones then fill the
   // last wave.
-  const int64_t row = p.num_rows - 1 - blockIdx.x;
-  const RowRange range = row_range(p, row);
-  const float* first = p.logits + row * p.ldl + range.ks;
-  const uint32_t k = static_cast<uint32_t>(p.k);
-  uint32_t count = k;
-  if (range.len <= k) {
-    stage_whole_row<kThreads>(p, first, range.len, s.row);
-    count = range.len;
-  } else {
-    RegisterRow<kVecs> r;
-    load_row<kThreads>(first, range.len, s.row.u.select.hist, r);
-    const Selection sel = select_threshold<kThreads>(r, k, s);
-    if (sel.split_ties) {
-      emit_selection<kThreads, kVecs, true, kSorted>(r, sel, s);
+  auto this_row = [&] { return p.num_rows - 1 - static_cast<int64_t>(blockIdx.x); };
+  uint32_t count = static_cast<uint32_t>(p.k);
+  {
+    const int64_t row = this_row();
+    const RowRange range = row_range(p, row);
+    const float* first = p.logits + row * p.ldl + range.ks;
+    if (range.len <= count) {
+      stage_whole_row<kThreads>(p, first, range.len, s.row);
+      count = range.len;
     } else {
-      emit_selection<kThreads, kVecs, false, kSorted>(r, sel, s);
+      RegisterRow<Shape> r;
+      load_row(first, range.len, s, r);
+      const Selection sel = select_threshold(r, count, s);
+      if (sel.split_ties) {
+        emit_selection<Shape, true, kSorted>(r, sel, s);
+      } else {
+        emit_selection<Shape, false, kSorted>(r, sel, s);
+      }
     }
   }
   __syncthreads();
+  // The row and its bounds read again rather than held in registers across the select.
+  const int64_t row = this_row();
+  const int64_t ks = row_range(p, row).ks;
   if constexpr (kSorted) {
-    write_sorted_row<kThreads>(p, row, range.ks, count, s.row);
+    write_sorted_row<kThreads>(p, row, ks, count, s.row);
   } else {
-    write_unsorted_row<kThreads>(p, row, range.ks, count, s.row);
+    write_unsorted_row<kThreads>(p, row, ks, count, s.row);
   }
 }
 
-template <int kThreads, int kVecs>
+template <int kThreads, int kVecs, int kSmemVecs>
 Status launch_register(const TopkParams& p) {
-  constexpr int64_t kCap = register_cap_keys(kThreads, kVecs);
+  using Shape = RegisterShape<kThreads, kVecs, kSmemVecs>;
+  constexpr int64_t kCap = register_cap_keys(kThreads, kVecs, kSmemVecs);
   if (p.num_keys > kCap) {
-    return invalid_argument("topk: the register kernel of " + std::to_string(kThreads) + " threads holds rows of at most " +
-                            std::to_string(kCap) + " keys, num_keys is " + std::to_string(p.num_keys));
+    return invalid_argument("topk: the register kernel of " + std::to_string(kThreads) + " threads x " +
+                            std::to_string(kVecs + kSmemVecs) + " vectors holds rows of at most " + std::to_string(kCap) +
+                            " keys, num_keys is " + std::to_string(p.num_keys));
   }
-  auto* kernel = p.sorted ? topk_register_kernel<kThreads, kVecs, true> : topk_register_kernel<kThreads, kVecs, false>;
-  return launch_kernel("topk_register_kernel", kernel, static_cast<unsigned>(p.num_rows), kThreads,
-                       sizeof(RegisterSmem<kThreads>), p.stream, p);
+  auto* kernel = p.sorted ? topk_register_kernel<Shape, true> : topk_register_kernel<Shape, false>;
+  return launch_kernel("topk_register_kernel", kernel, static_cast<unsigned>(p.num_rows), kThreads, Shape::kSmemBytes,
+                       p.stream, p);
 }
 
 }  // namespace
 
-Status launch_register_kernel(const TopkParams& p, int threads, int vecs) {
+Status launch_register_kernel(const TopkParams& p, int threads, int vecs, int smem_vecs) {
   if (p.num_rows == 0) return Status::ok();
-  if (vecs == kRegisterVecsPerThread) {
+  constexpr int kVecs = kRegisterVecsPerThread;
+  if (vecs == kVecs && smem_vecs == 0) {
     switch (threads) {
       case 256:
-        return launch_register<256, kRegisterVecsPerThread>(p);
+        return launch_register<256, kVecs, 0>(p);
       case 512:
-        return launch_register<512, kRegisterVecsPerThread>(p);
+        return launch_register<512, kVecs, 0>(p);
       case 1024:
-        return launch_register<1024, kRegisterVecsPerThread>(p);
+        return launch_register<1024, kVecs, 0>(p);
       default:
         break;
     }
   }
+  if (threads == kRegisterLongThreads && vecs == kRegisterLongVecs && smem_vecs == kRegisterLongSmemVecs) {
+    return launch_register<kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs>(p);
+  }
 #if defined(FP8DSA_TUNING)
-  // Other shapes of the same cap, for the timing driver: 16 keys a thread (twice the threads) and
-  // 64 (half the threads, 128 registers).
-  if (vecs == 4 && threads == 512) return launch_register<512, 4>(p);
-  if (vecs == 4 && threads == 1024) return launch_register<1024, 4>(p);
-  if (vecs == 16 && threads == 256) return launch_register<256, 16>(p);
-  if (vecs == 16 && threads == 512) return launch_register<512, 16>(p);
+  // Other shapes of the same caps, for the timing driver: 16 keys a thread in registers (twice the
+  // threads), 64 (half the threads, 128 registers), and 8K keys a CTA of 256 threads in shared memory.
+  if (smem_vecs == 0) {
+    if (vecs == 4 && threads == 512) return launch_register<512, 4, 0>(p);
+    if (vecs == 4 && threads == 1024) return launch_register<1024, 4, 0>(p);
+    if (vecs == 16 && threads == 256) return launch_register<256, 16, 0>(p);
+    if (vecs == 16 && threads == 512) return launch_register<512, 16, 0>(p);
+  }
+  if (vecs == kVecs && smem_vecs == 8 && threads == 256) return launch_register<256, kVecs, 8>(p);
 #endif
   return invalid_argument("topk: the register kernel has no instance of " + std::to_string(threads) + " threads x " +
-                          std::to_string(vecs) + " vectors (256, 512 or 1024 threads x " +
-                          std::to_string(kRegisterVecsPerThread) + ")");
+                          std::to_string(vecs) + " + " + std::to_string(smem_vecs) + " vectors");
 }
 
 }  // namespace fp8dsa::detail::topk

@@ -3,7 +3,9 @@
 // GPU), and a register launch refuses a row longer than it holds before any CUDA call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "common/valid_params.h"
@@ -23,14 +25,24 @@ TopkParams shape(int64_t rows, int64_t keys) {
   return p.resolved();
 }
 
-TEST(TopkLaunchChoice, RegisterKernelWithTheFewestThreadsThatHoldTheRow) {
+TEST(TopkLaunchChoice, RegisterKernelOfTheSmallestShapeThatHoldsTheRow) {
+  struct Want {
+    int64_t max_keys;
+    int threads, vecs, smem_vecs;
+  };
+  const Want shapes[] = {{8192, 256, kRegisterVecsPerThread, 0},
+                         {16384, 512, kRegisterVecsPerThread, 0},
+                         {32768, kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs}};
   for (int64_t rows : {int64_t{1}, int64_t{4096}}) {
     for (int64_t n : {1, 5001, 8191, 8192, 8193, 16384, 16385, 32767, 32768}) {
       const LaunchConfig c = choose_launch(shape(rows, n));
       ASSERT_TRUE(c.registers) << "T " << rows << ", N " << n;
       EXPECT_FALSE(c.split || c.filter);
-      EXPECT_GE(register_cap_keys(c.threads), n);
-      if (c.threads > 256) EXPECT_LT(register_cap_keys(c.threads / 2), n) << "N " << n << ", " << c.threads << " threads";
+      const Want& want = *std::find_if(std::begin(shapes), std::end(shapes), [&](const Want& w) { return n <= w.max_keys; });
+      EXPECT_EQ(c.threads, want.threads) << "N " << n;
+      EXPECT_EQ(c.register_vecs, want.vecs) << "N " << n;
+      EXPECT_EQ(c.register_smem_vecs, want.smem_vecs) << "N " << n;
+      EXPECT_EQ(register_cap_keys(c.threads, c.register_vecs, c.register_smem_vecs), want.max_keys);
     }
   }
   EXPECT_EQ(kRegisterMaxKeys, 32768);
@@ -44,16 +56,25 @@ TEST(TopkLaunchChoice, LongerRowsTakeTheOtherPaths) {
 }
 
 TEST(TopkLaunchChoice, RegisterKernelRefusesLongerRows) {
+  struct Shape {
+    int threads, vecs, smem_vecs;
+  };
+  for (const Shape& sh : {Shape{256, kRegisterVecsPerThread, 0}, Shape{512, kRegisterVecsPerThread, 0},
+                          Shape{1024, kRegisterVecsPerThread, 0},
+                          Shape{kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs}}) {
+    LaunchConfig c;
+    c.registers = true;
+    c.threads = sh.threads;
+    c.register_vecs = sh.vecs;
+    c.register_smem_vecs = sh.smem_vecs;
+    const int64_t cap = register_cap_keys(sh.threads, sh.vecs, sh.smem_vecs);
+    const Status st = launch(shape(8, cap + 1), c);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    EXPECT_NE(st.message().find("num_keys is " + std::to_string(cap + 1)), std::string::npos) << st.message();
+  }
   LaunchConfig c;
   c.registers = true;
-  for (int threads : {256, 512, 1024}) {
-    c.threads = threads;
-    const Status st = launch(shape(8, register_cap_keys(threads) + 1), c);
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
-    EXPECT_NE(st.message().find("num_keys is " + std::to_string(register_cap_keys(threads) + 1)), std::string::npos)
-        << st.message();
-  }
-  c.threads = 128;
+  c.threads = 128;  // no such instance
   EXPECT_EQ(launch(shape(8, 100), c).code(), StatusCode::kInvalidArgument);
 }
 

@@ -123,17 +123,23 @@ std::vector<Path> paths_for(const Problem& pb) {
     c.threads = threads;
     paths.push_back({"filter t" + std::to_string(threads), false, c});
   }
-  std::vector<std::pair<int, int>> register_shapes{{256, 8}, {512, 8}, {1024, 8}};  // threads, vectors a thread
+  struct RegisterShape {
+    int threads, vecs, smem_vecs;  // threads x 4-key vectors a thread in registers + in shared memory
+  };
+  std::vector<RegisterShape> register_shapes{{256, 8, 0}, {512, 8, 0}, {1024, 8, 0}, {512, 7, 9}};
 #if defined(FP8DSA_TUNING)  // the register kernel's other shapes, which the timing driver compares
-  register_shapes.insert(register_shapes.end(), {{512, 4}, {1024, 4}, {256, 16}, {512, 16}});
+  register_shapes.insert(register_shapes.end(), {{512, 4, 0}, {1024, 4, 0}, {256, 16, 0}, {512, 16, 0}, {256, 8, 8}});
 #endif
-  for (const auto& [threads, vecs] : register_shapes) {
-    if (pb.num_keys > detail::topk::register_cap_keys(threads, vecs)) continue;
+  for (const RegisterShape& r : register_shapes) {
+    if (pb.num_keys > detail::topk::register_cap_keys(r.threads, r.vecs, r.smem_vecs)) continue;
     detail::topk::LaunchConfig c;
     c.registers = true;
-    c.threads = threads;
-    c.register_vecs = vecs;
-    paths.push_back({"registers t" + std::to_string(threads) + " x" + std::to_string(vecs), false, c});
+    c.threads = r.threads;
+    c.register_vecs = r.vecs;
+    c.register_smem_vecs = r.smem_vecs;
+    paths.push_back({"registers t" + std::to_string(r.threads) + " x" + std::to_string(r.vecs) + "+" +
+                         std::to_string(r.smem_vecs),
+                     false, c});
   }
   if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {
@@ -420,12 +426,13 @@ TEST(TopkGpu, AdversarialRowsInRegisters) {
   }
 }
 
-// Row lengths around the register kernels' caps (N = 8192, 16384, 32768: 256, 512 and 1024 threads of
-// 32 keys), a warp's 1024 keys, a vector's 4 and k, at every misalignment of the row start: the rows
-// of length N start at rows t = 0..3 of a row stride of N + 1, so at t mod 4; the others at random.
+// Row lengths around the register kernels' caps (N = 8192, 16384, 32768), a warp's keys (1024 in
+// registers, or 896 in registers then 1152 in shared memory), a vector's 4 and k, at every
+// misalignment of the row start: the rows of length N start at rows t = 0..3 of a row stride of
+// N + 1, so at t mod 4; the others at random.
 void register_lengths_case(int64_t n, int k, bool sorted) {
-  std::vector<int64_t> lengths{0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 127, 128, 129, 1023, 1024, 1025, 1027, 4095, 4096, 4097,
-                               k - 1, k, k + 1, k + 2, n - 1025, n - 4, n - 3, n - 1};
+  std::vector<int64_t> lengths{0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 127, 128, 129, 895, 896, 897, 1023, 1024, 1025, 1027,
+                               2047, 2048, 2049, 4095, 4096, 4097, k - 1, k, k + 1, k + 2, n - 1025, n - 4, n - 3, n - 1};
   std::erase_if(lengths, [&](int64_t len) { return len < 0 || len > n; });
   const size_t full_rows = 4;
   Problem pb(static_cast<int64_t>(lengths.size() + full_rows), n, n + 1, k, 7000 + n + k + sorted);

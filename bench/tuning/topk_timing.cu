@@ -182,7 +182,9 @@ void run_shape(const Shape& shape, bool with_baseline) {
                   ms, keys_read * 4.0 / (ms * 1e-3) / 1e9, static_cast<long long>(bad));
     std::printf("%s\n", line);
     std::fflush(stdout);
-    if (cand.name.rfind("chosen", 0) == 0 || cand.name.rfind("filter", 0) == 0 || cand.name.rfind("registers", 0) == 0) {
+    const bool summary = cand.name.rfind("chosen", 0) == 0 || cand.name.rfind("filter", 0) == 0 ||
+                         cand.name.rfind("registers", 0) == 0;
+    if (summary) {
       g_summary.push_back(line);
     }
   }
@@ -222,7 +224,8 @@ int main() {
   const Shape official[] = {{4096, 8192}, {4096, 16384}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
   for (const Shape& s : official) run_shape(s, true);
   // The split / one-CTA switch point.
-  const Shape sweep[] = {{1, 8192}, {64, 8192}, {1, 32768}, {8, 32768}, {64, 32768}, {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
+  const Shape sweep[] = {{1, 8192},   {64, 8192},   {1, 32768},   {8, 32768}, {64, 32768},
+                         {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
   for (const Shape& s : sweep) run_shape(s, false);
   const Shape causal[] = {{4096, 8192, true}, {4096, 16384, true}, {4096, 32768, true}};
   for (const Shape& s : causal) run_shape(s, false);

@@ -53,9 +53,9 @@ static_assert(sizeof(SplitRowWorkspace) % 256 == 0, "rows stay 256-byte aligned"
 
 // The register path (rows of up to kRegisterMaxKeys keys, topk.cu): one CTA a row keeps the whole
 // row on chip, read once: `vecs` 4-key vectors a thread in registers, `smem_vecs` more in shared
-// memory (for rows too long for the registers of two CTAs an SM), and one register for the 0-3 keys
-// before the row's first 16-byte boundary; every radix level and the ordered emit run over them. A
-// thread is planned at its register keys plus 32 registers, which sets the CTAs an SM holds.
+// memory (for rows too long for the registers of two CTAs an SM), the 0-3 keys before the row's
+// first 16-byte boundary apart; every radix level and the ordered emit run over them. A thread is
+// planned at its register keys plus 32 registers, which sets the CTAs an SM holds.
 inline constexpr int kRegisterVecsPerThread = 8;
 constexpr __host__ __device__ int64_t register_cap_keys(int threads, int vecs = kRegisterVecsPerThread,
                                                         int smem_vecs = 0) {
@@ -71,18 +71,20 @@ constexpr __host__ __device__ int register_min_ctas(int threads, int vecs) {
 inline constexpr int kRegisterLongThreads = 512;
 inline constexpr int kRegisterLongVecs = 7;
 inline constexpr int kRegisterLongSmemVecs = 9;
-inline constexpr int64_t kRegisterMaxKeys = register_cap_keys(kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs);
+inline constexpr int64_t kRegisterMaxKeys =
+    register_cap_keys(kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs);
 static_assert(register_min_ctas(256, 8) == 4 && register_min_ctas(512, 8) == 2 && register_min_ctas(1024, 8) == 1,
               "64 registers a thread at 8 vectors: 1024 threads an SM");
 // The emit packs a warp's per-vector key counts into bytes (32 lanes x 4 keys < 256) and the CTA's
 // counts of keys above / equal to the threshold into the halves of one word.
-static_assert(kRegisterMaxKeys < (1 << 16) && 32 * 4 < 256, "the register path's counts pack as 16-bit and 8-bit fields");
+static_assert(kRegisterMaxKeys < (1 << 16) && 32 * 4 < 256,
+              "the register path's counts pack as 16-bit and 8-bit fields");
 
-// The filter path (rows of 16K to 256K keys, topk.cu): a jittered, strided sample of the row gives a float
-// threshold that lies below the row's k-th largest key with high probability; one read of the row
-// keeps the keys at or above it as candidates, and the exact select runs on the candidates only.
-// A row whose candidates are fewer than k or more than the cap falls back to the whole-row select
-// (exact either way; only the time differs).
+// The filter path (rows past the register path's, to 256K keys, topk.cu): a jittered, strided
+// sample of the row gives a float threshold that lies below the row's k-th largest key with high
+// probability; one read of the row keeps the keys at or above it as candidates, and the exact
+// select runs on the candidates only. A row whose candidates are fewer than k or more than the cap
+// falls back to the whole-row select (exact either way; only the time differs).
 inline constexpr int kFilterCandidateCap = 4096;
 // A warp filters chunks of 32 lanes x kFilterVecsPerLane 4-key vectors, in row order within a
 // chunk; the chunks' candidate runs are recorded so that the output comes in ascending key order.

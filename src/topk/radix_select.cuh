@@ -201,7 +201,8 @@ template <int kThreads, bool kZero>
 __device__ __forceinline__ Threshold find_threshold_bin_lean(uint32_t* hist, uint32_t k_rem, uint32_t* warp_sums,
                                                              Threshold* slot) {
   constexpr int kBins = kNumBins / kThreads;
-  static_assert(kNumBins % kThreads == 0 && kBins % 2 == 0 && kThreads <= 1024, "bins split evenly, in pairs, over <= 32 warps");
+  static_assert(kNumBins % kThreads == 0 && kBins % 2 == 0 && kThreads <= 1024,
+                "bins split evenly, in pairs, over at most 32 warps");
   using Vec = std::conditional_t<kBins % 4 == 0, uint4, uint2>;
   constexpr int kPerVec = sizeof(Vec) / 4;
   const uint32_t lane = threadIdx.x & 31u;

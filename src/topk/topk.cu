@@ -17,11 +17,11 @@ namespace detail::topk {
 // Path choice.
 // - The register kernel (the row read once and kept on chip) takes every shape of N <= 32768: 256
 //   threads of 32 keys in registers up to 8192 keys (4 CTAs an SM), 512 up to 16384 (2), and 512
-//   with 28 keys a thread in registers and 36 in shared memory up to 32768 (2 CTAs an SM, where 1024
-//   threads of registers alone would run one, its loads then never beside another row's select). Its speed
-//   is not measured yet: it replaces the row kernel below 16K keys (4096 causal rows of N = 8192 on
-//   an H100: 0.194 ms, SGLang's top-k v2 0.083) and the filter kernel from 16K to 32K (N = 32768:
-//   0.35 ms, SGLang 0.27) on the expectation of issue 57, to be checked with
+//   with 28 keys a thread in registers and 36 in shared memory up to 32768 (2 CTAs an SM, where
+//   1024 threads of registers alone would run one, its loads then never beside another row's
+//   select). Its speed is not measured yet: it replaces the row kernel below 16K keys (4096 causal
+//   rows of N = 8192 on an H100: 0.194 ms, SGLang's top-k v2 0.083) and the filter kernel from 16K
+//   to 32K (N = 32768: 0.35 ms, SGLang 0.27) on the expectation of issue 57, to be checked with
 //   bench/tuning/topk_timing.cu (which also times 1024 threads x 32 keys) and fp8dsa_bench --ops=topk.
 // Longer rows, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
@@ -95,7 +95,9 @@ LaunchConfig choose_launch(const TopkParams& p) {
 
 Status launch(const TopkParams& p, const LaunchConfig& config) {
   if (config.split) return launch_split(p, config.chunks);
-  if (config.registers) return launch_register_kernel(p, config.threads, config.register_vecs, config.register_smem_vecs);
+  if (config.registers) {
+    return launch_register_kernel(p, config.threads, config.register_vecs, config.register_smem_vecs);
+  }
   if (config.filter) return launch_filter_kernel(p, config.threads);
   return launch_row_kernel(p, config.threads, config.cache_keys);
 }

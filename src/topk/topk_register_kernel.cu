@@ -61,7 +61,8 @@ struct RegisterShape {
   static constexpr size_t kSmemBytes = kHeadBytes + size_t{16} * kSmemVecs * kThreads;
   // CTAs an SM holds: as the register plan allows, within an SM's 228 KB (1 KB of it reserved a CTA).
   static constexpr int kSmemCtas = static_cast<int>(228 * 1024 / (kSmemBytes + 1024));
-  static constexpr int kMinCtas = register_min_ctas(kThreads, kVecs) < kSmemCtas ? register_min_ctas(kThreads, kVecs) : kSmemCtas;
+  static constexpr int kRegisterCtas = register_min_ctas(kThreads, kVecs);
+  static constexpr int kMinCtas = kRegisterCtas < kSmemCtas ? kRegisterCtas : kSmemCtas;
   static_assert(kThreads % 32 == 0 && kThreads <= 1024 && kVecs >= 1 && kSmemVecs >= 0, "whole warps, a key vector");
   static_assert(kSmemCtas >= 1 && kSmemBytes <= 227 * 1024, "a CTA fits the shared memory of a block");
 };
@@ -84,7 +85,8 @@ __device__ __forceinline__ uint4 present_keys(const float4& x, uint32_t n) {
 // *dst = value where `hit`: one predicated store (a branch around it costs three more instructions
 // a key).
 __device__ __forceinline__ void store_if(bool hit, uint32_t* dst, uint32_t value) {
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], %2;\n\t}" ::"r"(static_cast<uint32_t>(hit)),
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], %2;\n\t}" ::"r"(
+                   static_cast<uint32_t>(hit)),
                "r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "r"(value)
                : "memory");
 }
@@ -119,8 +121,8 @@ struct RegisterRow {
   }
   // This lane's head key (lanes 0-3 of warp 0), 0 elsewhere.
   __device__ __forceinline__ static uint32_t head() {
-    return threadIdx.x < 4u ? reinterpret_cast<const RegisterSmem<Shape::kThreads>*>(register_smem)->head_keys[threadIdx.x]
-                            : 0u;
+    const auto& s = *reinterpret_cast<const RegisterSmem<Shape::kThreads>*>(register_smem);
+    return threadIdx.x < 4u ? s.head_keys[threadIdx.x] : 0u;
   }
   // Key c of vector j, as an offset from the row's first key.
   __device__ __forceinline__ uint32_t offset(int j, int c) const { return num_head + 4u * vec(j) + c; }
@@ -162,7 +164,9 @@ __device__ __forceinline__ void load_row(const float* first, uint32_t len, Regis
     const uint32_t v = r.vec(j);
     x[j] = v < full ? __ldg(reinterpret_cast<const float4*>(body) + v) : load_partial(v);
   }
-  if (threadIdx.x < 4u) s.head_keys[threadIdx.x] = threadIdx.x < r.num_head ? present_key(__ldg(first + threadIdx.x)) : 0u;
+  if (threadIdx.x < 4u) {
+    s.head_keys[threadIdx.x] = threadIdx.x < r.num_head ? present_key(__ldg(first + threadIdx.x)) : 0u;
+  }
   static_assert(kNumBins % 4 == 0, "the histogram is zeroed as 16-byte vectors");
   for (int b = threadIdx.x; b < kNumBins / 4; b += Shape::kThreads) {
     reinterpret_cast<uint4*>(s.row.u.select.hist)[b] = make_uint4(0u, 0u, 0u, 0u);
@@ -396,8 +400,8 @@ Status launch_register(const TopkParams& p) {
   constexpr int64_t kCap = register_cap_keys(kThreads, kVecs, kSmemVecs);
   if (p.num_keys > kCap) {
     return invalid_argument("topk: the register kernel of " + std::to_string(kThreads) + " threads x " +
-                            std::to_string(kVecs + kSmemVecs) + " vectors holds rows of at most " + std::to_string(kCap) +
-                            " keys, num_keys is " + std::to_string(p.num_keys));
+                            std::to_string(kVecs + kSmemVecs) + " vectors holds rows of at most " +
+                            std::to_string(kCap) + " keys, num_keys is " + std::to_string(p.num_keys));
   }
   auto* kernel = p.sorted ? topk_register_kernel<Shape, true> : topk_register_kernel<Shape, false>;
   return launch_kernel("topk_register_kernel", kernel, static_cast<unsigned>(p.num_rows), kThreads, Shape::kSmemBytes,

@@ -38,7 +38,8 @@ TEST(TopkLaunchChoice, RegisterKernelOfTheSmallestShapeThatHoldsTheRow) {
       const LaunchConfig c = choose_launch(shape(rows, n));
       ASSERT_TRUE(c.registers) << "T " << rows << ", N " << n;
       EXPECT_FALSE(c.split || c.filter);
-      const Want& want = *std::find_if(std::begin(shapes), std::end(shapes), [&](const Want& w) { return n <= w.max_keys; });
+      const Want& want =
+          *std::find_if(std::begin(shapes), std::end(shapes), [&](const Want& w) { return n <= w.max_keys; });
       EXPECT_EQ(c.threads, want.threads) << "N " << n;
       EXPECT_EQ(c.register_vecs, want.vecs) << "N " << n;
       EXPECT_EQ(c.register_smem_vecs, want.smem_vecs) << "N " << n;

@@ -1,9 +1,9 @@
 // fp8dsa::topk (SPEC 2 / 8) against the exact CPU reference, on every launch path: the public entry
 // point, the one-CTA-per-row kernel with the row fully / partly / not cached in shared memory, the
 // filter kernel, the register kernel (rows of N <= its cap; its unsorted output checked slot by
-// slot against the order it promises), and the split path with several chunk counts. Every run writes into poisoned outputs (every slot of
-// [0, k) written, the columns past k untouched); reruns are bitwise identical; the split and row
-// paths run inside a captured CUDA graph.
+// slot against the order it promises), and the split path with several chunk counts. Every run
+// writes into poisoned outputs (every slot of [0, k) written, the columns past k untouched); reruns
+// are bitwise identical; the split, filter and register paths run inside a captured CUDA graph.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -274,7 +274,8 @@ void expect_ascending_selection(const Problem& pb, const std::vector<int32_t>& g
     if (row != want && reported++ < 3) {
       const auto diff = std::mismatch(row.begin(), row.end(), want.begin());
       ADD_FAILURE() << what << ": row " << t << " slot " << (diff.first - row.begin()) << " holds " << *diff.first
-                    << ", the ascending selection " << *diff.second << " (ks " << pb.ks[t] << ", ke " << pb.ke[t] << ")";
+                    << ", the ascending selection " << *diff.second << " (ks " << pb.ks[t] << ", ke " << pb.ke[t]
+                    << ")";
     }
   }
 }
@@ -431,8 +432,9 @@ TEST(TopkGpu, AdversarialRowsInRegisters) {
 // misalignment of the row start: the rows of length N start at rows t = 0..3 of a row stride of
 // N + 1, so at t mod 4; the others at random.
 void register_lengths_case(int64_t n, int k, bool sorted) {
-  std::vector<int64_t> lengths{0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 127, 128, 129, 895, 896, 897, 1023, 1024, 1025, 1027,
-                               2047, 2048, 2049, 4095, 4096, 4097, k - 1, k, k + 1, k + 2, n - 1025, n - 4, n - 3, n - 1};
+  std::vector<int64_t> lengths{0,    1,    2,    3,    4,    5,    7,    31,    32,    33,       127,   128,
+                               129,  895,  896,  897,  1023, 1024, 1025, 1027,  2047,  2048,     2049,  4095,
+                               4096, 4097, k - 1, k,   k + 1, k + 2, n - 1025, n - 4, n - 3, n - 1};
   std::erase_if(lengths, [&](int64_t len) { return len < 0 || len > n; });
   const size_t full_rows = 4;
   Problem pb(static_cast<int64_t>(lengths.size() + full_rows), n, n + 1, k, 7000 + n + k + sorted);

@@ -19,10 +19,12 @@ namespace detail::topk {
 //   threads of 32 keys in registers up to 8192 keys (4 CTAs an SM), 512 up to 16384 (2), and 512
 //   with 28 keys a thread in registers and 36 in shared memory up to 32768 (2 CTAs an SM, where
 //   1024 threads of registers alone would run one, its loads then never beside another row's
-//   select). Its speed is not measured yet: it replaces the row kernel below 16K keys (4096 causal
-//   rows of N = 8192 on an H100: 0.194 ms, SGLang's top-k v2 0.083) and the filter kernel from 16K
-//   to 32K (N = 32768: 0.35 ms, SGLang 0.27) on the expectation of issue 57, to be checked with
-//   bench/tuning/topk_timing.cu (which also times 1024 threads x 32 keys) and fp8dsa_bench --ops=topk.
+//   select). Measured on an H100 (fp8dsa_bench --ops=topk, bench/journal/2026-12-06.md, thirtieth
+//   session), beside the kernels it replaces and SGLang's top-k v2 in the same call: 4096 causal
+//   rows of N = 8192 in 0.069-0.070 ms (the row kernel 0.194, SGLang 0.083), N = 32768 in
+//   0.273-0.274 ms (the filter kernel 0.351-0.365, SGLang 0.266-0.268); full rows 4096 x 8192 0.075
+//   ms (0.204), 4096 x 32768 0.283 (0.348). Its other thread counts (bench/tuning/topk_timing.cu)
+//   are not compared on a GPU yet.
 // Longer rows, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
 //   ~0.04 ms of chained launches. T=16 / T=1 x 131072: split 0.053 / 0.042 ms vs one CTA a row

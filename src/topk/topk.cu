@@ -19,7 +19,7 @@ namespace detail::topk {
 //   threads of 32 keys in registers up to 8192 keys (4 CTAs an SM), 512 up to 16384 (2), and 512
 //   with 28 keys a thread in registers and 36 in shared memory up to 32768 (2 CTAs an SM, where
 //   1024 threads of registers alone would run one, its loads then never beside another row's
-//   select). Measured on an H100 (fp8dsa_bench --ops=topk, bench/journal/2026-12-06.md, thirtieth
+//   select; with no more rows than SMs the 1024-thread shape, kRegisterFewRows). Measured on an H100 (fp8dsa_bench --ops=topk, bench/journal/2026-12-06.md, thirtieth
 //   session), beside the kernels it replaces and SGLang's top-k v2 in the same call: 4096 causal
 //   rows of N = 8192 in 0.069-0.070 ms (the row kernel 0.194, SGLang 0.083), N = 32768 in
 //   0.273-0.274 ms (the filter kernel 0.351-0.365, SGLang 0.266-0.268); full rows 4096 x 8192 0.075
@@ -58,10 +58,17 @@ inline constexpr RegisterChoice kRegisterChoices[] = {{256, kRegisterVecsPerThre
                                                       {512, kRegisterVecsPerThread, 0},
                                                       {kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs}};
 
+// With no more rows than SMs, each row has an SM to itself: past 16K keys the 1024-thread shape of
+// registers alone beats the long shape's two CTAs an SM (H100, fp8dsa_topk_timing, 32K keys: 1 / 8 /
+// 64 rows 0.0124 / 0.0138 / 0.0160 ms against 0.0137 / 0.0154 / 0.0170; bench/journal/2026-12-06.md).
+inline constexpr RegisterChoice kRegisterFewRows{1024, kRegisterVecsPerThread, 0};
+
 LaunchConfig choose_launch(const TopkParams& p) {
   LaunchConfig config;
-  for (const RegisterChoice& c : kRegisterChoices) {
-    if (p.num_keys <= register_cap_keys(c.threads, c.vecs, c.smem_vecs)) {
+  for (const RegisterChoice& choice : kRegisterChoices) {
+    if (p.num_keys <= register_cap_keys(choice.threads, choice.vecs, choice.smem_vecs)) {
+      const bool few_rows = choice.smem_vecs > 0 && p.num_rows <= std::max(1, device_sm_count());
+      const RegisterChoice& c = few_rows ? kRegisterFewRows : choice;
       config.registers = true;
       config.threads = c.threads;
       config.register_vecs = c.vecs;

@@ -54,7 +54,7 @@ struct IndexerParams {
 
   float* logits = nullptr;   // [T, ldl] f32, 16-byte aligned
   // >= N, a multiple of 4 (16-byte rows); 0 = N (packed), which therefore needs N % 4 == 0: for
-  // other N pass N rounded up to a multiple of 4.
+  // other N pass logits_row_stride(N).
   int64_t ldl = 0;
   bool fill_masked = false;  // write -inf to cells outside [ks, ke); otherwise they are untouched
 
@@ -66,6 +66,13 @@ struct IndexerParams {
 };
 
 // Checks every argument a caller can get wrong; runs on the CPU, touches no pointed-to memory.
+// The smallest valid ldl for rows of num_keys logits: num_keys rounded up to the 16-byte rows'
+// multiple of 4 (num_keys in [0, INT64_MAX - 3]).
+inline constexpr int64_t kLogitsRowMultiple = 4;
+constexpr int64_t logits_row_stride(int64_t num_keys) {
+  return (num_keys + kLogitsRowMultiple - 1) / kLogitsRowMultiple * kLogitsRowMultiple;
+}
+
 Status validate(const IndexerParams& params);
 
 // The kernel kAuto resolves to for this shape (the measured routing table, see

@@ -8,6 +8,7 @@
 #include "core/no_throw.h"
 #include "core/validate.h"
 #include "fp8dsa/fused_topk.h"
+#include "fp8dsa/indexer.h"
 #include "fused_topk/candidate_layout.h"
 #include "fused_topk/launch.h"
 #include "indexer/key_splits.h"
@@ -24,7 +25,7 @@ IndexerParams scorer_params(const FusedTopkParams& params) {
   IndexerParams s = params.scores;
   s.logits = placeholder_logits;
   // As if the rows were padded to the scorer's 16-byte rule (there are no rows).
-  s.ldl = s.num_keys >= 0 && s.num_keys <= detail::kMaxExtent ? (s.num_keys + 3) / 4 * 4 : 0;
+  s.ldl = s.num_keys >= 0 && s.num_keys <= detail::kMaxExtent ? logits_row_stride(s.num_keys) : 0;
   s.fill_masked = false;
   s.stream = params.stream;
   return s.resolved();

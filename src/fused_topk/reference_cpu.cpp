@@ -16,7 +16,7 @@ Status fused_topk_cpu_unguarded(const FusedTopkParams& params) {
   const TopkParams t = params.select.resolved();
   if (s.num_tokens == 0) return Status::ok();
   constexpr int64_t kBlockRows = 64;
-  const int64_t ldl = std::max<int64_t>(4, (s.num_keys + 3) / 4 * 4);
+  const int64_t ldl = std::max(kLogitsRowMultiple, logits_row_stride(s.num_keys));
   std::vector<float> logits(static_cast<size_t>(std::min(kBlockRows, s.num_tokens) * ldl));
   for (int64_t r0 = 0; r0 < s.num_tokens; r0 += kBlockRows) {
     const int64_t rows = std::min(kBlockRows, s.num_tokens - r0);

@@ -61,13 +61,13 @@ static Status validate_unguarded(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
   // Logit rows are stored with 16-byte vector stores. ldl = 0 (packed) resolves to num_keys: say
   // what the caller passed and what to pass instead.
-  if (p.ldl % 4 != 0) {
+  if (p.ldl % kLogitsRowMultiple != 0) {
     const std::string given =
         params.ldl == 0 ? concat("0, i.e. packed = num_keys = ", p.num_keys) : concat(p.ldl);
     const std::string instead =
-        p.ldl > std::numeric_limits<int64_t>::max() - 3
+        p.ldl > std::numeric_limits<int64_t>::max() - (kLogitsRowMultiple - 1)
             ? std::string()
-            : concat("; pass ldl = ", (p.ldl + 3) / 4 * 4,
+            : concat("; pass ldl = ", logits_row_stride(p.ldl),
                      params.ldl == 0 ? " (num_keys rounded up to a multiple of 4)" : "");
     return invalid_argument(
         concat(kOp, ": ldl (", given, ") must be a multiple of 4 (16-byte rows of f32 logits)", instead));

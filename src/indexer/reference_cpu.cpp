@@ -119,7 +119,7 @@ Status indexer_logits_cpu_f64_unguarded(const IndexerParams& params, std::vector
   alignas(256) static float unused_output;
   IndexerParams checked = params;
   checked.logits = &unused_output;
-  checked.ldl = checked.num_keys >= 0 && checked.num_keys <= detail::kMaxExtent ? (checked.num_keys + 3) / 4 * 4 : 0;
+  checked.ldl = checked.num_keys >= 0 && checked.num_keys <= detail::kMaxExtent ? logits_row_stride(checked.num_keys) : 0;
   FP8DSA_RETURN_IF_ERROR(validate(checked));
   const IndexerParams p = checked.resolved();
   FP8DSA_RETURN_IF_ERROR(check_dtypes(p));

@@ -1,6 +1,7 @@
 // Internal: the part of the PrefillParams checks that the workspace size depends on.
 #pragma once
 
+#include "fp8dsa/indexer.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa::detail::pipeline {
@@ -23,11 +24,8 @@ int64_t selection_chunk(const PrefillParams& params);
 // this chunk's top-k.
 Status select_in_chunks(const IndexerParams& indexer, const TopkParams& topk, int64_t chunk_tokens);
 
-// The row stride of the workspace logits: num_keys padded to the indexer's 16-byte row alignment.
-// num_keys in [0, INT32_MAX] (validate_shape), so the sum cannot overflow.
-inline int64_t logits_ldl(int64_t num_keys) {
-  constexpr int64_t kLogitsRowAlign = 4;
-  return (num_keys + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
-}
+// The row stride of the workspace logits: the indexer's rule (logits_row_stride). num_keys in [0,
+// INT32_MAX] (validate_shape), so the sum cannot overflow.
+inline int64_t logits_ldl(int64_t num_keys) { return logits_row_stride(num_keys); }
 
 }  // namespace fp8dsa::detail::pipeline

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/no_throw.h"
+#include "fp8dsa/indexer.h"
 #include "fp8dsa/pipeline.h"
 
 namespace fp8dsa::reference {
@@ -25,7 +26,7 @@ Status prefill_cpu_unguarded(const PrefillParams& params) {
   const int k = params.topk;
 
   // Rows padded to the indexer's 16-byte row alignment; never empty, so the pointers are non-null.
-  const int64_t ldl = std::max<int64_t>(4, (num_keys + 3) / 4 * 4);
+  const int64_t ldl = std::max(kLogitsRowMultiple, logits_row_stride(num_keys));
   const int64_t block = std::min(std::max<int64_t>(1, num_tokens),
                                  std::max(kMinTokensPerBlock, kLogitsBlockFloats / ldl));
   std::vector<float> logits(static_cast<size_t>(block * ldl));

@@ -141,7 +141,7 @@ std::vector<int32_t> run_fused(const Inputs& in, const DeviceInputs& d, const Se
 
 // The Q-resident scorer's logits [T, ldl] (the values the fused scorer ranks).
 std::vector<float> unfused_logits(const Inputs& in, const DeviceInputs& d, int64_t* ldl) {
-  *ldl = (in.N + 3) / 4 * 4;
+  *ldl = logits_row_stride(in.N);
   DeviceBuffer<float> logits(static_cast<size_t>(std::max<int64_t>(1, in.T * *ldl)));
   IndexerParams p = d.params(in);
   p.kernel = IndexerKernel::kQResident;

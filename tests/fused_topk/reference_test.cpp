@@ -75,7 +75,7 @@ TEST(FusedTopkReference, EqualsTheTwoStageReferences) {
                      " k " + std::to_string(k));
         const int64_t ld = k + 3;
         // The unfused references on the whole batch.
-        const int64_t ldl = (b.N + 3) / 4 * 4;
+        const int64_t ldl = logits_row_stride(b.N);
         std::vector<float> logits(static_cast<size_t>(b.T * ldl));
         IndexerParams s = b.scores();
         s.logits = logits.data();

@@ -14,7 +14,7 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   const int64_t q_stride = int64_t{H} * D + (s.padded_strides ? s.q_pad : 0);
   const int64_t w_stride = H + (s.padded_strides ? s.w_pad : 0);
   const int64_t k_stride = D + (s.padded_strides ? s.k_pad : 0);
-  const int64_t ldl = (N + 3) / 4 * 4 + (s.padded_strides ? s.ldl_pad : 0);
+  const int64_t ldl = logits_row_stride(N) + (s.padded_strides ? s.ldl_pad : 0);
   pr->q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -s.qk_range, s.qk_range);
   pr->k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -s.qk_range, s.qk_range);
   pr->w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);

@@ -55,7 +55,7 @@ Problem make_problem(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges
   const int64_t w_stride = H + w_pad;
   const int64_t k_stride = D + k_pad;
   // Logit rows must be 16-byte aligned (validate), so odd N always gets a padded ldl.
-  const int64_t ldl = (N + 3) / 4 * 4 + ldl_pad;
+  const int64_t ldl = logits_row_stride(N) + ldl_pad;
   pr.q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
   pr.k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
   pr.w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);

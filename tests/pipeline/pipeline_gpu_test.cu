@@ -165,7 +165,7 @@ TEST(PrefillGpu, MatchesStagesRunOneByOneAndReruns) {
       {testing::rerun_output(whole.out, "out"), testing::rerun_output(whole.lse, "lse"),
        testing::rerun_output(whole.max_logits, "max_logits")}));
 
-  const int64_t ldl = (pb.n + 3) / 4 * 4;
+  const int64_t ldl = logits_row_stride(pb.n);
   DeviceBuffer<float> logits(pb.t * ldl);
   DeviceBuffer<int32_t> indices(pb.t * kTopk);
   IndexerParams ix = p.indexer;

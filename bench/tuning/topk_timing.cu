@@ -124,23 +124,8 @@ void run_shape(const Shape& shape, bool with_baseline) {
     c.threads = threads;
     cands.push_back({"filter t" + std::to_string(threads), c});
   }
-  struct RegisterShape {
-    int threads, vecs, smem_vecs;  // threads x 4-key vectors a thread in registers + in shared memory
-  };
-  std::vector<RegisterShape> register_shapes{{256, 8, 0}, {512, 8, 0}, {1024, 8, 0}, {512, 7, 9}};
-#if defined(FP8DSA_TUNING)
-  register_shapes.insert(register_shapes.end(), {{512, 4, 0}, {1024, 4, 0}, {256, 16, 0}, {512, 16, 0}, {256, 8, 8}});
-#endif
-  for (const RegisterShape& r : register_shapes) {
-    if (shape.keys > detail::topk::register_cap_keys(r.threads, r.vecs, r.smem_vecs)) continue;
-    detail::topk::LaunchConfig c;
-    c.registers = true;
-    c.threads = r.threads;
-    c.register_vecs = r.vecs;
-    c.register_smem_vecs = r.smem_vecs;
-    cands.push_back({"registers t" + std::to_string(r.threads) + " x" + std::to_string(r.vecs) + "+" +
-                         std::to_string(r.smem_vecs),
-                     c});
+  for (const detail::topk::LaunchConfig& c : detail::topk::register_launch_configs(shape.keys)) {
+    cands.push_back({detail::topk::register_config_name(c), c});
   }
   const int max_chunks = detail::topk::max_split_chunks(base);
   for (int chunks : {2, 4, 8, 16, 32, 64, 128, 264, 512}) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "fp8dsa/status.h"
 #include "fp8dsa/topk.h"
@@ -34,6 +36,10 @@ Status launch_filter_kernel(const TopkParams& resolved, int threads);
 Status launch_register_kernel(const TopkParams& resolved, int threads, int vecs = kRegisterVecsPerThread,
                               int smem_vecs = 0);
 Status launch(const TopkParams& resolved, const LaunchConfig& config);
+// launch_register_kernel's shapes that hold rows of num_keys, as configs (the tests and the timing
+// driver try each), and a register config's name ("registers t512 x7+9").
+std::vector<LaunchConfig> register_launch_configs(int64_t num_keys);
+std::string register_config_name(const LaunchConfig& config);
 
 // Largest CTA count per row the split path may use for this shape (0: split not possible).
 int max_split_chunks(const TopkParams& resolved);

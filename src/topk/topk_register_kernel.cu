@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -441,6 +442,35 @@ Status launch_register_kernel(const TopkParams& p, int threads, int vecs, int sm
 #endif
   return invalid_argument("topk: the register kernel has no instance of " + std::to_string(threads) + " threads x " +
                           std::to_string(vecs) + " + " + std::to_string(smem_vecs) + " vectors");
+}
+
+std::vector<LaunchConfig> register_launch_configs(int64_t num_keys) {
+  struct Shape {
+    int threads, vecs, smem_vecs;
+  };
+  std::vector<Shape> shapes{{256, kRegisterVecsPerThread, 0},
+                            {512, kRegisterVecsPerThread, 0},
+                            {1024, kRegisterVecsPerThread, 0},
+                            {kRegisterLongThreads, kRegisterLongVecs, kRegisterLongSmemVecs}};
+#if defined(FP8DSA_TUNING)
+  shapes.insert(shapes.end(), {{512, 4, 0}, {1024, 4, 0}, {256, 16, 0}, {512, 16, 0}, {256, kRegisterVecsPerThread, 8}});
+#endif
+  std::vector<LaunchConfig> configs;
+  for (const Shape& shape : shapes) {
+    if (num_keys > register_cap_keys(shape.threads, shape.vecs, shape.smem_vecs)) continue;
+    LaunchConfig c;
+    c.registers = true;
+    c.threads = shape.threads;
+    c.register_vecs = shape.vecs;
+    c.register_smem_vecs = shape.smem_vecs;
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+std::string register_config_name(const LaunchConfig& c) {
+  return "registers t" + std::to_string(c.threads) + " x" + std::to_string(c.register_vecs) + "+" +
+         std::to_string(c.register_smem_vecs);
 }
 
 }  // namespace fp8dsa::detail::topk

@@ -123,23 +123,8 @@ std::vector<Path> paths_for(const Problem& pb) {
     c.threads = threads;
     paths.push_back({"filter t" + std::to_string(threads), false, c});
   }
-  struct RegisterShape {
-    int threads, vecs, smem_vecs;  // threads x 4-key vectors a thread in registers + in shared memory
-  };
-  std::vector<RegisterShape> register_shapes{{256, 8, 0}, {512, 8, 0}, {1024, 8, 0}, {512, 7, 9}};
-#if defined(FP8DSA_TUNING)  // the register kernel's other shapes, which the timing driver compares
-  register_shapes.insert(register_shapes.end(), {{512, 4, 0}, {1024, 4, 0}, {256, 16, 0}, {512, 16, 0}, {256, 8, 8}});
-#endif
-  for (const RegisterShape& r : register_shapes) {
-    if (pb.num_keys > detail::topk::register_cap_keys(r.threads, r.vecs, r.smem_vecs)) continue;
-    detail::topk::LaunchConfig c;
-    c.registers = true;
-    c.threads = r.threads;
-    c.register_vecs = r.vecs;
-    c.register_smem_vecs = r.smem_vecs;
-    paths.push_back({"registers t" + std::to_string(r.threads) + " x" + std::to_string(r.vecs) + "+" +
-                         std::to_string(r.smem_vecs),
-                     false, c});
+  for (const detail::topk::LaunchConfig& c : detail::topk::register_launch_configs(pb.num_keys)) {
+    paths.push_back({detail::topk::register_config_name(c), false, c});
   }
   if (pb.rows() <= detail::topk::kSplitMaxRows) {
     for (int chunks : {1, 3, 37}) {

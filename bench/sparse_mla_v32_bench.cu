@@ -128,21 +128,26 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
     ctx.results->add(a);
   };
 
+  // A conversion pass over the N cache rows, timed on this device (baseline=<baseline>, GB/s of the
+  // rows read and out_bytes a row written); returns its row's index.
+  const auto time_pass = [&](const char* baseline, const char* kernel, double out_bytes, auto&& launch,
+                             size_t* pass_row) {
+    ResultRow pass = row;
+    pass.shape += std::string(" baseline=") + baseline;
+    pass.kernel = kernel;
+    *pass_row = ctx.results->rows().size();
+    return time_and_record(ctx, 1, [&](int) { return launch(); }, pass, [&](double seconds, ResultRow& r) {
+      r.gbps = num_keys * (kV32RowBytes + out_bytes) / seconds / 1e9;
+    });
+  };
+
   if (!ctx.flashmla.empty()) {
     // The engines' dequantisation pass over the N cache rows, timed on this device, then FlashMLA's
     // BF16 kernel on the dequantised rows.
-    ResultRow dequant = row;
-    dequant.shape += " baseline=dequantize_pass";
-    dequant.kernel = "656-byte rows -> bf16 [N, 576]";
-    const size_t dequant_row = ctx.results->rows().size();
-    FP8DSA_RETURN_IF_ERROR(time_and_record(
-        ctx, 1,
-        [&](int) {
-          return dequantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, in.kv_bf16.as<uint16_t>(),
-                                     ctx.stream);
-        },
-        dequant,
-        [&](double seconds, ResultRow& r) { r.gbps = num_keys * (kV32RowBytes + 2.0 * kDimQk) / seconds / 1e9; }));
+    size_t dequant_row = 0;
+    FP8DSA_RETURN_IF_ERROR(time_pass("dequantize_pass", "656-byte rows -> bf16 [N, 576]", 2.0 * kDimQk, [&] {
+      return dequantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, in.kv_bf16.as<uint16_t>(), ctx.stream);
+    }, &dequant_row));
     double anchor_ms = NAN;
     std::vector<uint16_t> fm_out;
     std::vector<float> fm_lse, fm_max;
@@ -187,16 +192,10 @@ Status bench_shape(const BenchContext& ctx, const V32Inputs& in, int num_heads, 
     // scale 1 (not counted: an engine can fold it into the op that writes q), then SGLang's Q8KV8.
     tools::DeviceBytes kv_e4m3;
     FP8DSA_RETURN_IF_ERROR(kv_e4m3.allocate(static_cast<size_t>(num_keys) * kDimQk));
-    ResultRow requant = row;
-    requant.shape += " baseline=requantize_pass";
-    requant.kernel = "656-byte rows -> unit-scale e4m3 [N, 576]";
-    const size_t requant_row = ctx.results->rows().size();
-    FP8DSA_RETURN_IF_ERROR(time_and_record(
-        ctx, 1,
-        [&](int) {
-          return requantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, kv_e4m3.as<uint8_t>(), ctx.stream);
-        },
-        requant, [&](double seconds, ResultRow& r) { r.gbps = num_keys * (kV32RowBytes + 1.0 * kDimQk) / seconds / 1e9; }));
+    size_t requant_row = 0;
+    FP8DSA_RETURN_IF_ERROR(time_pass("requantize_pass", "656-byte rows -> unit-scale e4m3 [N, 576]", 1.0 * kDimQk, [&] {
+      return requantize_v32_rows(in.kv.as<uint8_t>(), num_keys, kV32RowBytes, kv_e4m3.as<uint8_t>(), ctx.stream);
+    }, &requant_row));
     std::vector<uint8_t> kv_host, q_host(q.size());
     FP8DSA_RETURN_IF_ERROR(kv_e4m3.download(&kv_host));
     for (size_t i = 0; i < q.size(); ++i) q_host[i] = float_to_e4m3(bf16_to_float(q[i]));

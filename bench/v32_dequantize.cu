@@ -14,30 +14,6 @@ namespace {
 
 constexpr int kGroupsPerRow = 576 / 8;  // 64 nope groups of 8 e4m3, 8 rope groups of 8 bf16
 
-__global__ void dequantize_v32_kernel(const uint8_t* kv, int64_t num_rows, int64_t row_stride, uint16_t* out) {
-  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i >= num_rows * kGroupsPerRow) return;
-  const int64_t row = i / kGroupsPerRow;
-  const int g = static_cast<int>(i % kGroupsPerRow);
-  const uint8_t* src = kv + row * row_stride;
-  uint4* dst = reinterpret_cast<uint4*>(out + row * 576 + 8 * g);
-  if (g >= 64) {
-    *dst = *reinterpret_cast<const uint4*>(src + kV32RopeOffset + 16 * (g - 64));
-    return;
-  }
-  const float scale = reinterpret_cast<const float*>(src + kV32ScaleOffset)[g / 16];
-  const uint2 bytes = *reinterpret_cast<const uint2*>(src + 8 * g);
-  uint32_t words[4];
-  for (int j = 0; j < 4; ++j) {
-    const uint32_t pair = ((j < 2 ? bytes.x : bytes.y) >> (16 * (j % 2))) & 0xffffu;
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
-    const float2 f = __half22float2(__half2(h));
-    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * scale, f.y * scale);
-    words[j] = *reinterpret_cast<const uint32_t*>(&b);
-  }
-  *dst = make_uint4(words[0], words[1], words[2], words[3]);
-}
-
 // The 8 values of output group g of a row as floats: nope e4m3 * scale (g < 64) or the rope's bf16.
 __device__ __forceinline__ void row_group_values(const uint8_t* src, int g, float (&v)[8]) {
   if (g >= 64) {
@@ -60,6 +36,27 @@ __device__ __forceinline__ void row_group_values(const uint8_t* src, int g, floa
   }
 }
 
+__global__ void dequantize_v32_kernel(const uint8_t* kv, int64_t num_rows, int64_t row_stride, uint16_t* out) {
+  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= num_rows * kGroupsPerRow) return;
+  const int64_t row = i / kGroupsPerRow;
+  const int g = static_cast<int>(i % kGroupsPerRow);
+  const uint8_t* src = kv + row * row_stride;
+  uint4* dst = reinterpret_cast<uint4*>(out + row * 576 + 8 * g);
+  if (g >= 64) {  // the rope's bf16 bits as they are
+    *dst = *reinterpret_cast<const uint4*>(src + kV32RopeOffset + 16 * (g - 64));
+    return;
+  }
+  float v[8];
+  row_group_values(src, g, v);
+  uint32_t words[4];
+  for (int j = 0; j < 4; ++j) {
+    const __nv_bfloat162 b = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+    words[j] = *reinterpret_cast<const uint32_t*>(&b);
+  }
+  *dst = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
 __global__ void requantize_v32_kernel(const uint8_t* kv, int64_t num_rows, int64_t row_stride, uint8_t* out) {
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= num_rows * kGroupsPerRow) return;
@@ -76,26 +73,27 @@ __global__ void requantize_v32_kernel(const uint8_t* kv, int64_t num_rows, int64
   *reinterpret_cast<uint2*>(out + row * 576 + 8 * g) = make_uint2(words[0], words[1]);
 }
 
+// One thread per 8-column group of every row.
+template <class Out>
+Status launch_conversion(void (*kernel)(const uint8_t*, int64_t, int64_t, Out*), const char* name, const uint8_t* kv,
+                         int64_t num_rows, int64_t row_stride, Out* out, cudaStream_t stream) {
+  const int64_t threads = num_rows * kGroupsPerRow;
+  if (threads == 0) return Status::ok();
+  kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(kv, num_rows, row_stride, out);
+  FP8DSA_RETURN_IF_LAUNCH_FAILED(name);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status requantize_v32_rows(const uint8_t* kv, int64_t num_rows, int64_t row_stride, uint8_t* out,
                            cudaStream_t stream) {
-  const int64_t threads = num_rows * kGroupsPerRow;
-  if (threads == 0) return Status::ok();
-  requantize_v32_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(kv, num_rows, row_stride,
-                                                                                          out);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("requantize_v32_kernel");
-  return Status::ok();
+  return launch_conversion(requantize_v32_kernel, "requantize_v32_kernel", kv, num_rows, row_stride, out, stream);
 }
 
 Status dequantize_v32_rows(const uint8_t* kv, int64_t num_rows, int64_t row_stride, uint16_t* out,
                            cudaStream_t stream) {
-  const int64_t threads = num_rows * kGroupsPerRow;
-  if (threads == 0) return Status::ok();
-  dequantize_v32_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(kv, num_rows, row_stride,
-                                                                                          out);
-  FP8DSA_RETURN_IF_LAUNCH_FAILED("dequantize_v32_kernel");
-  return Status::ok();
+  return launch_conversion(dequantize_v32_kernel, "dequantize_v32_kernel", kv, num_rows, row_stride, out, stream);
 }
 
 }  // namespace fp8dsa::bench

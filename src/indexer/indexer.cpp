@@ -10,14 +10,13 @@
 namespace fp8dsa {
 namespace detail::indexer {
 
-Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks) {
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning, const QResidentPlan* plan) {
 #if !defined(FP8DSA_TUNING)
   if (tuning.mma_only) {
     return invalid_argument("indexer q_resident: mma_only (a timing-only variant) is built only with FP8DSA_TUNING");
   }
 #endif
-  return params.head_dim == 64 ? run_q_resident_d64(params, tuning, tail_blocks)
-                                : run_q_resident_d128(params, tuning, tail_blocks);
+  return params.head_dim == 64 ? run_q_resident_d64(params, tuning, plan) : run_q_resident_d128(params, tuning, plan);
 }
 
 }  // namespace detail::indexer
@@ -33,16 +32,18 @@ static Status indexer_logits_unguarded(const IndexerParams& params) {
   }
   const IndexerParams p = params.resolved();
   if (p.num_tokens == 0 || p.num_keys == 0) return Status::ok();
-  int tail_blocks = 0;
-  FP8DSA_RETURN_IF_ERROR(kernel == IndexerKernel::kQResident ? detail::indexer::run_q_resident(p, {}, &tail_blocks)
-                                                              : detail::indexer::run_k_resident(p));
+  // The Q-resident launch is planned first (its grid, its last wave's cut, where the fill runs) and
+  // the launch reads the plan. The fill runs after the scorer (their cells are disjoint), beside
+  // its last CTAs, or as a launch of its own where the plan cut the last wave and left no SM idle.
+  detail::indexer::QResidentPlan plan;
+  if (kernel == IndexerKernel::kQResident) {
+    FP8DSA_RETURN_IF_ERROR(detail::indexer::plan_q_resident(p, {}, &plan));
+    FP8DSA_RETURN_IF_ERROR(detail::indexer::run_q_resident(p, {}, &plan));
+  } else {
+    FP8DSA_RETURN_IF_ERROR(detail::indexer::run_k_resident(p));
+  }
   if (!p.fill_masked) return Status::ok();
-  // After the scorer (their cells are disjoint), so that it can run beside the scorer's last CTAs;
-  // a launch of its own where the Q-resident scorer cut its last wave finer and left no SM idle
-  // (indexer/key_splits.h).
-  const bool cut = tail_blocks > 0;
-  return detail::indexer::fill_masked_cells(p, cut ? detail::indexer::FillLaunch::kSerial
-                                                   : detail::indexer::FillLaunch::kAfterScorer);
+  return detail::indexer::fill_masked_cells(p, plan.fill);
 }
 
 Status indexer_logits(const IndexerParams& params) {

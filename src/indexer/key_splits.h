@@ -20,8 +20,7 @@ namespace fp8dsa::detail::indexer {
 // The wide scorer runs one CTA an SM, so the grid runs in waves of `sms` CTAs: within two splits of
 // that aim, the count whose waves are fuller by more than 1% (the aim on a tie). T = 512 at H = 64
 // (64 blocks): 8 splits, 3.9 waves' worth in 4, where 9 ran 4.4 in 5 (the fifth 36% full).
-inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
-  const int64_t sms = device_sm_count();
+inline int choose_key_splits(int64_t token_blocks, int64_t num_keys, int64_t sms) {
   if (token_blocks >= 3 * sms) return 1;
   const int64_t target = 4 * sms;
   const int64_t max_splits = std::max<int64_t>(1, (num_keys + 64 * 8 - 1) / (64 * 8));
@@ -37,6 +36,9 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
   }
   return static_cast<int>(best);
 }
+inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
+  return choose_key_splits(token_blocks, num_keys, device_sm_count());
+}
 
 // The last wave, cut finer (plain logits only: the fused path's buffers are per key split). A grid
 // of token_blocks x key_splits CTAs, one an SM, whose item count is not a multiple of the SMs ends
@@ -48,7 +50,7 @@ inline int choose_key_splits(int64_t token_blocks, int64_t num_keys) {
 // The block length is taken as N's tiles (an upper bound; under a causal guard the tail blocks are
 // the shortest). A cut must save 2% of the tail's time by this estimate; with fill_masked also
 // kFillTiles: the uncut grid's idle SMs run the fill beside the scorer, while after a cut it runs
-// on its own afterwards (indexer.cpp, told by the launch whether it cut), about 12 us at T = 4096.
+// on its own afterwards (QResidentPlan::fill, scorers.h), about 12 us at T = 4096.
 // T = 4096 causal on the H200 (`fp8dsa_indexer_timing tail`): at H = 32 the last 36 of 256 blocks
 // in 7 parts (N = 8K, none with the fill) or 11 (N >= 16K; with the fill from 32K); at H = 64 the
 // last 116 of 512 in 9 from N = 64K, none below.
@@ -64,9 +66,8 @@ struct TailSplits {
 };
 inline constexpr double kFillTiles = 16.0;
 inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64_t num_keys, int heads,
-                                     bool fill_masked) {
+                                     bool fill_masked, int64_t sms) {
   const TailSplits none{0, key_splits};
-  const int64_t sms = device_sm_count();
   const int64_t items = token_blocks * key_splits;
   const int64_t blocks = partial_wave_blocks(token_blocks, key_splits, sms);
   if (items < sms || blocks == 0) return none;
@@ -85,6 +86,10 @@ inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64
   }
   if (fill_masked && uncut - best_cost < kFillTiles) return none;
   return best;
+}
+inline TailSplits choose_tail_splits(int64_t token_blocks, int key_splits, int64_t num_keys, int heads,
+                                     bool fill_masked) {
+  return choose_tail_splits(token_blocks, key_splits, num_keys, heads, fill_masked, device_sm_count());
 }
 
 // Tokens of one CTA for the shape kAuto picks (the fused path sizes its per-(token, split)

@@ -18,40 +18,30 @@
 
 namespace fp8dsa::detail::indexer {
 
-// `tail_blocks` (optional) receives the token blocks the launch cut finer (0: none).
+// With `plan` (plain logits only: plan_q_resident's for these params and tuning) the launch takes its
+// grid from it; without one it plans for itself (other outputs: never a cut).
 template <class Cfg, class Output>
 Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
-                         const typename Output::Args& out_args, int* tail_blocks) {
+                         const typename Output::Args& out_args, const QResidentPlan* plan) {
   static_assert(ScorerOutput<Output, Cfg>, "Output meets the scorer's contract (indexer/scorer_output.h)");
-  int key_splits = tuning.key_splits;
+  constexpr bool kCutAllowed = std::is_same_v<Output, LogitsOutput>;  // other outputs lay out their work per key split
+  QResidentPlan own;
+  if (plan == nullptr || !kCutAllowed) {
+    FP8DSA_RETURN_IF_ERROR(plan_q_resident_grid(p.num_tokens, p.num_keys, Cfg::kHeads, p.fill_masked, Cfg::kTokens,
+                                                kCutAllowed, tuning, device_sm_count(), &own));
+    plan = &own;
+  } else if (plan->block_tokens != Cfg::kTokens) {
+    return invalid_argument("indexer q_resident: the plan is for " + std::to_string(plan->block_tokens) +
+                          "-token blocks, the launch runs " + std::to_string(Cfg::kTokens));
+  }
   CUtensorMap k_map{}, q_map{};
   FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));
   ScorerArgs args = scorer_args(p);
-  const int64_t token_blocks = (p.num_tokens + Cfg::kTokens - 1) / Cfg::kTokens;
-  if (key_splits <= 0) key_splits = choose_key_splits(token_blocks, p.num_keys);
-  const int64_t grid = token_blocks * key_splits;
-  if (grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
-  args.num_token_blocks = static_cast<int>(token_blocks);
-  args.key_splits = key_splits;
-  if (tuning.tail_blocks < -1 || tuning.tail_blocks > token_blocks || (tuning.tail_blocks > 0 && tuning.tail_splits < 1)) {
-    return invalid_argument("indexer q_resident: tail_blocks must be -1 (automatic), 0 (none) or at most the token blocks "
-                            "(" + std::to_string(token_blocks) + "), with tail_splits >= 1");
-  }
-  args.tail_blocks = 0;
-  args.tail_splits = key_splits;
-  if constexpr (std::is_same_v<Output, LogitsOutput>) {  // other outputs lay out their work per key split
-    TailSplits tail{0, key_splits};
-    if (tuning.tail_blocks < 0) {
-      tail = choose_tail_splits(token_blocks, key_splits, p.num_keys, Cfg::kHeads, p.fill_masked);
-    } else if (tuning.tail_blocks > 0) {
-      tail = TailSplits{tuning.tail_blocks, tuning.tail_splits};
-    }
-    args.tail_blocks = tail.blocks;
-    args.tail_splits = tail.splits;
-  }
-  const int64_t launch_grid = (token_blocks - args.tail_blocks) * key_splits + int64_t{args.tail_blocks} * args.tail_splits;
-  if (launch_grid > INT32_MAX) return invalid_argument("indexer q_resident: too many token blocks");
-  if (tail_blocks != nullptr) *tail_blocks = args.tail_blocks;
+  args.num_token_blocks = static_cast<int>(plan->token_blocks);
+  args.key_splits = plan->key_splits;
+  args.tail_blocks = plan->tail_blocks;
+  args.tail_splits = plan->tail_splits;
+  const int64_t launch_grid = plan->grid();
   args.mma_only = tuning.mma_only;
   args.ping_pong = tuning.ping_pong;
 
@@ -74,7 +64,7 @@ using QResidentNarrow = QResidentConfig<kHeads, kDim, 128, 3, (kDim == 128 ? 8 :
 
 template <int kHeads, int kDim, class Output>
 Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tuning,
-                            const typename Output::Args& out_args, int* tail_blocks) {
+                            const typename Output::Args& out_args, const QResidentPlan* plan) {
   static_assert(kHeads < 32 || QResidentWide<kHeads, kDim, true>::kTokens == 2 * 256 / kHeads,
                 "q_resident_auto_block_tokens matches the wide shape");
   static_assert(kHeads >= 32 || QResidentNarrow<kHeads, kDim, true>::kTokens == 3 * 128 / kHeads,
@@ -82,14 +72,14 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   QResidentShape shape = tuning.shape;
   if (shape == QResidentShape::kAuto) shape = kHeads >= 32 ? QResidentShape::kWideShared : QResidentShape::kNarrowShared;
   if constexpr (kHeads >= 32) {
-    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
+    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args, plan);
   }
 #if defined(FP8DSA_TUNING)
   if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {
     // Alternatives kept for the timing driver's comparison (measured slower:
     // bench/journal/2026-11-29.md, the indexer's scorer variants).
-    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
-    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args, tail_blocks);
+    if (shape == QResidentShape::kWide) return launch_q_resident<QResidentWide<kHeads, kDim, false>, Output>(p, tuning, out_args, plan);
+    if (shape == QResidentShape::kNarrow) return launch_q_resident<QResidentNarrow<kHeads, kDim, false>, Output>(p, tuning, out_args, plan);
   }
   // Narrow-shared at H >= 32 too (the default build runs it only below 32 heads).
   constexpr bool kNarrowShared = true;
@@ -97,7 +87,7 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   constexpr bool kNarrowShared = kHeads < 32;
 #endif
   if constexpr (kNarrowShared) {
-    if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args, tail_blocks);
+    if (shape == QResidentShape::kNarrowShared) return launch_q_resident<QResidentNarrow<kHeads, kDim, true>, Output>(p, tuning, out_args, plan);
   }
   return invalid_argument("indexer q_resident: variant " + std::to_string(static_cast<int>(shape)) +
                           " is not built for H = " + std::to_string(kHeads) + ", D = " + std::to_string(kDim));
@@ -105,13 +95,13 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
 
 template <int kDim, class Output = LogitsOutput>
 Status run_q_resident_dim(const IndexerParams& p, const QResidentTuning& tuning,
-                          const typename Output::Args& out_args = {}, int* tail_blocks = nullptr) {
+                          const typename Output::Args& out_args = {}, const QResidentPlan* plan = nullptr) {
   switch (p.num_heads) {
-    case 64: return run_q_resident_heads<64, kDim, Output>(p, tuning, out_args, tail_blocks);
-    case 32: return run_q_resident_heads<32, kDim, Output>(p, tuning, out_args, tail_blocks);
-    case 16: return run_q_resident_heads<16, kDim, Output>(p, tuning, out_args, tail_blocks);
-    case 8: return run_q_resident_heads<8, kDim, Output>(p, tuning, out_args, tail_blocks);
-    case 4: return run_q_resident_heads<4, kDim, Output>(p, tuning, out_args, tail_blocks);
+    case 64: return run_q_resident_heads<64, kDim, Output>(p, tuning, out_args, plan);
+    case 32: return run_q_resident_heads<32, kDim, Output>(p, tuning, out_args, plan);
+    case 16: return run_q_resident_heads<16, kDim, Output>(p, tuning, out_args, plan);
+    case 8: return run_q_resident_heads<8, kDim, Output>(p, tuning, out_args, plan);
+    case 4: return run_q_resident_heads<4, kDim, Output>(p, tuning, out_args, plan);
     default: break;
   }
   return invalid_argument("indexer q_resident: num_heads " + std::to_string(p.num_heads) +

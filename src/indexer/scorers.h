@@ -46,19 +46,46 @@ struct QResidentTuning {
   bool ping_pong = true;  // see ScorerArgs
 };
 
+// Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option). kAfterScorer
+// launches it right after the scorer, overlapped with the scorer's last CTAs; kSerial is a plain
+// launch (after a scorer whose last wave was cut finer, and the timing driver's comparison).
+enum class FillLaunch { kAfterScorer, kSerial };
+
+// What a Q-resident launch does, decided on the host before anything runs (key_splits.h has the
+// rules): the grid of token blocks x key splits, its last wave's blocks cut into tail_splits parts
+// (plain logits only), and where indexer_logits runs the fill. The launch reads it; nothing about
+// the launch flows back to its caller.
+struct QResidentPlan {
+  int block_tokens = 0;  // tokens of one CTA (the tuning's shape)
+  int64_t token_blocks = 0;
+  int key_splits = 1;
+  int tail_blocks = 0;  // the last token blocks, cut into tail_splits parts instead (0: no cut)
+  int tail_splits = 1;  // key_splits when there is no cut
+  FillLaunch fill = FillLaunch::kAfterScorer;  // kSerial after a cut: no SM idles beside the last wave
+
+  int64_t grid() const { return (token_blocks - tail_blocks) * key_splits + int64_t{tail_blocks} * tail_splits; }
+};
+
+// Tokens of one CTA of a shape at H heads (kAuto: the shape the default build picks).
+int q_resident_block_tokens(QResidentShape shape, int heads);
+
+// The plan for a grid of `block_tokens`-token CTAs on `sms` SMs; `cut_allowed` is false for outputs
+// that lay out their work per key split (the fused path's), which then run uncut whatever the tuning
+// says. InvalidArgument for a tuning tail out of range or a grid past INT32_MAX CTAs. No CUDA call.
+Status plan_q_resident_grid(int64_t num_tokens, int64_t num_keys, int heads, bool fill_masked, int block_tokens,
+                            bool cut_allowed, const QResidentTuning& tuning, int64_t sms, QResidentPlan* plan);
+// The same for validated, resolved params with plain logits output, on this device's SMs.
+Status plan_q_resident(const IndexerParams& params, const QResidentTuning& tuning, QResidentPlan* plan);
+
 // Validated, resolved params; T > 0 and N > 0. Asynchronous on params.stream. They store only
-// the cells inside [ks, ke) (fill_masked is handled by the caller). `tail_blocks`, when given,
-// receives the token blocks whose key ranges the Q-resident launch cut finer (0: its last wave is
-// not cut; indexer_logits then runs the fill beside it).
-Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning = {}, int* tail_blocks = nullptr);
-Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks);
-Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning, int* tail_blocks);
+// the cells inside [ks, ke) (fill_masked is handled by the caller). `plan`, when given, is
+// plan_q_resident's for the same params and tuning; without one the launch plans for itself.
+Status run_q_resident(const IndexerParams& params, const QResidentTuning& tuning = {},
+                      const QResidentPlan* plan = nullptr);
+Status run_q_resident_d64(const IndexerParams& params, const QResidentTuning& tuning, const QResidentPlan* plan);
+Status run_q_resident_d128(const IndexerParams& params, const QResidentTuning& tuning, const QResidentPlan* plan);
 Status run_k_resident(const IndexerParams& params);
 
-// Writes -inf to every cell of [T, N] outside [ks, ke) (the fill_masked option). kAfterScorer (what
-// indexer_logits runs) launches it right after the scorer, overlapped with the scorer's last CTAs;
-// kSerial is a plain launch (the timing driver's comparison).
-enum class FillLaunch { kAfterScorer, kSerial };
 Status fill_masked_cells(const IndexerParams& params, FillLaunch launch = FillLaunch::kAfterScorer);
 
 }  // namespace fp8dsa::detail::indexer

@@ -282,18 +282,20 @@ TEST(IndexerFastGpu, MaskedFillBesideTheScorer) {
     check_against_gpu_reference(Shape{4096, 8192, heads}, r.ks, r.ke, 77000 + heads,
                                 {IndexerKernel::kQResident, IndexerKernel::kKResident}, true);
   }
-  // N = 32K, H = 32: on 132 SMs the scorer cuts its last wave finer (key_splits.h) and the fill
-  // runs after it. The launch itself reports the cut (its tail blocks).
+  // N = 32K, H = 32: on 132 SMs the plan cuts the scorer's last wave finer (key_splits.h) and runs
+  // the fill after it.
   const tools::KeyRanges r32k = tools::causal_key_ranges(4096, 32768);
   if (device_sm_count() == 132) {
     Problem pr;
     make_problem(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, &pr);
     IndexerParams p = pr.device;
     p.fill_masked = true;  // the cut weighs the fill (choose_tail_splits)
-    int tail_blocks = 0;
-    FP8DSA_ASSERT_STATUS_OK(detail::indexer::run_q_resident(p.resolved(), {}, &tail_blocks));
+    detail::indexer::QResidentPlan plan;
+    FP8DSA_ASSERT_STATUS_OK(detail::indexer::plan_q_resident(p.resolved(), {}, &plan));
+    EXPECT_GT(plan.tail_blocks, 0);
+    EXPECT_EQ(plan.fill, detail::indexer::FillLaunch::kSerial);
+    FP8DSA_ASSERT_STATUS_OK(detail::indexer::run_q_resident(p.resolved(), {}, &plan));
     FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
-    EXPECT_GT(tail_blocks, 0);
   }
   check_against_gpu_reference(Shape{4096, 32768, 32}, r32k.ks, r32k.ke, 77100, {IndexerKernel::kQResident}, true);
 }
@@ -432,10 +434,11 @@ TEST(IndexerFastGpu, QResidentVariants) {
           tuning.tail_splits = 2;
         }
         const IndexerParams d = pr.device;
-        int tail_blocks = -1;
-        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning, &tail_blocks); },
+        detail::indexer::QResidentPlan plan;
+        FP8DSA_ASSERT_STATUS_OK(detail::indexer::plan_q_resident(d, tuning, &plan));
+        EXPECT_EQ(tuning.tail_blocks, plan.tail_blocks) << "the plan makes the cut asked for";
+        ASSERT_TRUE(testing::reruns_bitwise_equal([&] { return detail::indexer::run_q_resident(d, tuning, &plan); },
                                                   {testing::rerun_output(pr.d_logits, "logits")}));
-        EXPECT_EQ(tuning.tail_blocks, tail_blocks) << "the launch reports the cut it made";
         const std::vector<float> got = pr.d_logits.download();
         const auto owned = owned_cells(pr, false);
         EXPECT_TRUE(testing::all_written(got, owned, "logits"));

@@ -118,6 +118,43 @@ bool parse_deepgemm_mqa_ms(const std::string& output, int num_heads, int64_t num
   return false;
 }
 
+bool parse_deepgemm_dump_time(const std::string& output, int num_heads, int64_t num_keys, int64_t num_tokens,
+                              double* ms) {
+  const std::string want = "H=" + std::to_string(num_heads) + " N=" + std::to_string(num_keys) +
+                           " T=" + std::to_string(num_tokens) + " ";
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("dump_case_time ", 0) != 0 || line.find(want) == std::string::npos) continue;
+    const size_t at = line.find("mqa_ms_median ");
+    if (at == std::string::npos) continue;
+    std::istringstream value(line.substr(at + std::string("mqa_ms_median ").size()));
+    double v = NAN;
+    if (value >> v && std::isfinite(v) && v > 0.0) {
+      *ms = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status time_deepgemm_dump(const std::string& exe, const std::string& dir, int64_t num_tokens, int64_t num_keys,
+                          int num_heads, int iters, double* ms) {
+  FP8DSA_RETURN_IF_ERROR(make_directory(dir));
+  const std::string cmd = "'" + exe + "' --dump '" + dir + "' --T " + std::to_string(num_tokens) + " --N " +
+                          std::to_string(num_keys) + " --H " + std::to_string(num_heads) + " --time --iters " +
+                          std::to_string(iters) + " 2>&1";
+  int rc = 0;
+  const std::string output = run_command(cmd, &rc);
+  if (rc != 0) return invalid_argument("the DeepGEMM anchor failed (" + cmd + "): " + output_tail(output, 400));
+  if (!parse_deepgemm_dump_time(output, num_heads, num_keys, num_tokens, ms)) {
+    return invalid_argument("no dump_case_time for H=" + std::to_string(num_heads) + " N=" + std::to_string(num_keys) +
+                            " T=" + std::to_string(num_tokens) + " in the DeepGEMM anchor's output: " +
+                            output_tail(output, 600));
+  }
+  return Status::ok();
+}
+
 Status time_deepgemm_case(const std::string& exe, int64_t num_tokens, int64_t num_keys, int num_heads, int iters,
                           double* ms) {
   const std::string cmd = "'" + exe + "' --case " + std::to_string(num_heads) + ":" + std::to_string(num_keys) + ":" +

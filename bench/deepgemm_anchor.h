@@ -37,7 +37,18 @@ Status read_deepgemm_case(const std::string& dir, int64_t num_tokens, int64_t nu
 Status dump_deepgemm_case(const std::string& exe, const std::string& dir, int64_t num_tokens, int64_t num_keys,
                           int num_heads, DeepgemmCase* out);
 
-// Runs `exe --case H:N:T --no-check --iters iters` and returns the case's mqa_ms.
+// Runs `exe --dump dir --T T --N N --H H --time --iters iters`: DeepGEMM timed on exactly the bytes
+// it dumps to `dir` (one input set, the set ours is timed on), and returns its mqa_ms_median.
+Status time_deepgemm_dump(const std::string& exe, const std::string& dir, int64_t num_tokens, int64_t num_keys,
+                          int num_heads, int iters, double* ms);
+
+// The mqa_ms_median of a line `dump_case_time H=.. N=.. T=.. mqa_ms_median <ms> ...` for (H, N, T).
+// False when no line matches.
+bool parse_deepgemm_dump_time(const std::string& output, int num_heads, int64_t num_keys, int64_t num_tokens,
+                              double* ms);
+
+// Runs `exe --case H:N:T --no-check --iters iters` and returns the case's mqa_ms (inputs it
+// regenerates from its own seed: not the dumped bytes).
 Status time_deepgemm_case(const std::string& exe, int64_t num_tokens, int64_t num_keys, int num_heads, int iters,
                           double* ms);
 

@@ -23,6 +23,22 @@ const char* const kTable =
     "64   65536   4096  65536   260046848    | 4.3150    987.7    4.3000    4.4000    | -         -        | -\n"
     "32   65536   4096  65536   260046848    | 2.3170    919.8    2.3100    2.3300    | -         -        | -\n";
 
+TEST(DeepgemmAnchor, ReadsTheDumpedCasesTime) {
+  const char* out =
+      "wrote /tmp/d (H=64 N=32768 T=4096)\n"
+      "dump_case_time H=64 N=8192 T=4096 mqa_ms_median 0.1 min 0.09 max 0.2 TFLOPS 500\n"
+      "dump_case_time H=64 N=32768 T=4096 mqa_ms_median 0.321 min 0.3 max 0.4 TFLOPS 700\n";
+  double ms = 0.0;
+  ASSERT_TRUE(parse_deepgemm_dump_time(out, 64, 32768, 4096, &ms));
+  EXPECT_DOUBLE_EQ(ms, 0.321);
+  ASSERT_TRUE(parse_deepgemm_dump_time(out, 64, 8192, 4096, &ms));
+  EXPECT_DOUBLE_EQ(ms, 0.1);
+  EXPECT_FALSE(parse_deepgemm_dump_time(out, 32, 32768, 4096, &ms));
+  EXPECT_FALSE(parse_deepgemm_dump_time(out, 64, 3276, 4096, &ms));  // N=32768 is not N=3276
+  EXPECT_FALSE(parse_deepgemm_dump_time("dump_case_time H=64 N=8192 T=4096 mqa_ms_median nan\n", 64, 8192, 4096, &ms));
+  EXPECT_FALSE(parse_deepgemm_dump_time("", 64, 8192, 4096, &ms));
+}
+
 TEST(DeepgemmAnchor, ReadsTheCasesMqaMs) {
   double ms = 0.0;
   ASSERT_TRUE(parse_deepgemm_mqa_ms(kTable, 64, 65536, 4096, &ms));

@@ -1,8 +1,10 @@
 // The Q-resident prefill scorer's plan (q_resident_scorer.cuh): tile shapes, the TMA ring, the
 // shared-memory layout and the register split of one configuration, every offset checked by
-// static_asserts; and the named barriers of the scorer and of the Output policies it runs.
+// static_asserts; the named barriers of the scorer and of the Output policies it runs; and the
+// K-resident scorer's grid (k_resident_scorer.cu).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "hopper/swizzle.h"
@@ -83,5 +85,32 @@ struct QResidentConfig {
   static_assert(kWgTokens * kHeads == kCols, "whole tokens per B block");
   static_assert(kConsumers <= kMaxScorerConsumers, "the named-barrier plan holds this many consumers");
 };
+
+// The K-resident scorer's grid: one CTA a (key tile, token chunk), the token blocks of
+// `block_tokens` tokens dealt to `chunks` chunks; enough chunks for about kKResidentCtasPerSm CTAs an
+// SM, never more chunks than token blocks nor than a grid's y dimension holds. token_blocks or
+// key_tiles past INT32_MAX (what the kernel's arguments hold) leave `fits` false.
+inline constexpr int64_t kKResidentCtasPerSm = 8;
+struct KResidentPlan {
+  int64_t token_blocks = 0;
+  int64_t key_tiles = 0;
+  int64_t chunks = 1;
+  bool fits = true;
+};
+constexpr KResidentPlan plan_k_resident(int64_t num_tokens, int64_t num_keys, int block_tokens, int key_tile,
+                                        int64_t sms) {
+  KResidentPlan plan;
+  plan.token_blocks = (num_tokens + block_tokens - 1) / block_tokens;
+  plan.key_tiles = (num_keys + key_tile - 1) / key_tile;
+  plan.fits = plan.token_blocks <= INT32_MAX && plan.key_tiles <= INT32_MAX;
+  if (!plan.fits || plan.key_tiles < 1) return plan;
+  const int64_t target = kKResidentCtasPerSm * std::max<int64_t>(sms, 1);
+  plan.chunks = std::clamp<int64_t>((target + plan.key_tiles - 1) / plan.key_tiles, 1,
+                                    std::max<int64_t>(std::min<int64_t>(plan.token_blocks, 65535), 1));
+  return plan;
+}
+static_assert(plan_k_resident(4096, 512, 1, 64, 132).chunks == 132, "8 key tiles: 132 chunks for 8 CTAs an SM");
+static_assert(plan_k_resident(3, int64_t{1} << 20, 1, 64, 132).chunks == 1, "more key tiles than the target: one chunk");
+static_assert(plan_k_resident(2, 64, 1, 64, 132).chunks == 2, "never more chunks than token blocks");
 
 }  // namespace fp8dsa::detail::indexer

@@ -7,6 +7,7 @@
 
 #include "core/cuda_check.h"
 #include "core/launch.cuh"
+#include "indexer/config.h"
 #include "indexer/k_resident_scorer.cuh"
 #include "indexer/scorer_launch.h"
 
@@ -18,18 +19,11 @@ Status launch_k_resident(const IndexerParams& p) {
   CUtensorMap k_map{}, q_map{};
   FP8DSA_RETURN_IF_ERROR(make_scorer_tensor_maps<Cfg>(p, &k_map, &q_map));
   ScorerArgs args = scorer_args(p);
-  const int64_t token_blocks = (p.num_tokens + Cfg::kTokens - 1) / Cfg::kTokens;
-  const int64_t key_tiles = (p.num_keys + Cfg::kKeyTile - 1) / Cfg::kKeyTile;
-  if (token_blocks > INT32_MAX || key_tiles > INT32_MAX) {
-    return invalid_argument("indexer k_resident: too many tokens or keys");
-  }
-  args.num_token_blocks = static_cast<int>(token_blocks);
-  // Token chunks: enough CTAs for about 8 per SM, never more chunks than token blocks.
-  const int64_t target = 8 * static_cast<int64_t>(device_sm_count());
-  const int64_t chunks = std::clamp<int64_t>((target + key_tiles - 1) / key_tiles, 1,
-                                             std::min<int64_t>(token_blocks, 65535));
+  const KResidentPlan plan = plan_k_resident(p.num_tokens, p.num_keys, Cfg::kTokens, Cfg::kKeyTile, device_sm_count());
+  if (!plan.fits) return invalid_argument("indexer k_resident: too many tokens or keys");
+  args.num_token_blocks = static_cast<int>(plan.token_blocks);
   auto kernel = k_resident_scorer_kernel<Cfg>;
-  const dim3 grid(static_cast<unsigned>(key_tiles), static_cast<unsigned>(chunks));
+  const dim3 grid(static_cast<unsigned>(plan.key_tiles), static_cast<unsigned>(plan.chunks));
   return launch_kernel("k_resident_scorer_kernel", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes, p.stream, k_map,
                        q_map, args);
 }

@@ -50,7 +50,7 @@ FP8DSA_HOST_DEVICE int64_t buffer_slot(int64_t token, int splits, int split) {
   return token * splits + split;
 }
 
-// Key splits of one token block (fused_topk.cpp: enough to give every SM a CTA), at most this
+// Key splits of one token block (config.h: enough to give every SM a CTA), at most this
 // many, so the buffers of a few-token launch stay small.
 inline constexpr int kMaxKeySplits = 16;
 inline constexpr int kMaxBufferParts = kMaxKeySplits * kBufferParts;  // counts a token, at most

@@ -20,7 +20,8 @@ struct CandidateBuffers {
   int capacity = 0;
 };
 
-// Key splits per token block for this shape on the current device (1 without a device).
+// Key splits per token block for this shape on the current device (config.h's rule; 1 without a
+// device).
 int choose_key_splits(const IndexerParams& scores);
 
 // Scores every valid (token, key) cell and keeps each token's candidates (resolved, validated

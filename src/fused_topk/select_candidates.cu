@@ -15,6 +15,7 @@
 #include "core/cuda_check.h"
 #include "core/launch.cuh"
 #include "fused_topk/candidate_layout.h"
+#include "fused_topk/config.h"
 #include "fused_topk/group_select.cuh"
 #include "fused_topk/launch.h"
 #include "topk/radix_select.cuh"
@@ -22,10 +23,10 @@
 namespace fp8dsa::detail::fused_topk {
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kItems = detail::topk::kMaxK / kThreads;  // 4 sorted slots per thread
-constexpr int kPer = 16;                             // candidates held per thread
-constexpr uint32_t kHeld = kThreads * kPer;          // 8192
+constexpr int kThreads = kSelectThreads;  // config.h: the select's shape
+constexpr int kItems = kSelectItems;      // 4 sorted slots per thread
+constexpr int kPer = kSelectPer;          // candidates held per thread
+constexpr uint32_t kHeld = kSelectHeld;   // 8192
 constexpr uint32_t kBarrier = 1;
 constexpr uint32_t kBitmapWords = detail::topk::kMaxK * 2;  // the picked[] array seen as 32-bit words
 constexpr uint32_t kBitmapBits = kBitmapWords * 32;      // 131072 rows

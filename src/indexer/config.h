@@ -53,6 +53,12 @@ struct QResidentConfig {
   // (bench/journal/2026-12-02.md, eighth session): its 8 tokens per B block pay 3 extra columns a
   // token for half the heads.
   static constexpr bool kLinearSplit = kHeads == 64 && kShareTiles;
+  // H = 32: a schedule fence in the consumers' key-tile loop, right after the stage is released (a
+  // branch on a condition no valid launch meets; q_resident_scorer.cuh). It bounds ptxas's
+  // scheduling region, so the cells' bound compares stay after the release instead of under the
+  // MMA wait. H200, same run (bench/journal/2026-12-02.md, ninth session): 4-9% faster at H = 32;
+  // at H = 64 the same branch costs 4-5%.
+  static constexpr bool kScheduleFence = kHeads == 32;
   static constexpr int kLinTermsPerToken = 4;
   static constexpr int kLinRowsPerToken = 4;  // the terms (and zero rows up to 4)
   static constexpr int kLinRows = kLinearSplit ? kLinRowsPerToken * kWgTokens : 0;  // per B block

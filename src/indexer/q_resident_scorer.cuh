@@ -102,9 +102,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // scorer writes.
   constexpr bool kSplit = Cfg::kLinearSplit;
 #if defined(FP8DSA_TUNING)
-  constexpr bool kMmaOnlyExit = true;
+  constexpr bool kMmaOnlyExit = true;  // the timing driver's MMA-only variant (bench/tuning/indexer_timing.cu)
 #else
-  constexpr bool kMmaOnlyExit = Cfg::kHeads == 32;  // see its use
+  constexpr bool kMmaOnlyExit = false;
 #endif
   constexpr int kKeyTile = Cfg::kKeyTile;
   extern __shared__ uint8_t smem_raw[];
@@ -343,14 +343,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // The stage has been read: hand it back before the epilogue.
     __syncwarp();
     if (lane == 0) hopper::mbarrier_arrive(&empty[stage]);
-    // The MMA-only timing exit (bench/tuning/indexer_timing.cu; a default build refuses mma_only,
-    // so there it is never taken). At H = 32 the default build keeps it for its schedule: the
-    // branch bounds ptxas's scheduling region, so the cells' bound compares stay after the stage
-    // release instead of under the MMA wait. H200, same run (bench/journal/2026-12-02.md, ninth
-    // session): 4-9% faster at H = 32; at H = 64 the same branch costs 4-5%, so there it is
-    // tuning-only.
+    // The MMA-only timing exit (FP8DSA_TUNING builds; a default build refuses mma_only). Otherwise,
+    // at H = 32, the schedule fence (config.h, kScheduleFence): a branch ptxas cannot remove, on a
+    // flag no launch sets (ScorerArgs::fence_exit), so never taken.
     if constexpr (kMmaOnlyExit) {
       if (args.mma_only) return;
+    } else if constexpr (Cfg::kScheduleFence) {
+      if (args.fence_exit) return;
     }
 
     float part[Epi::kParts];

@@ -25,6 +25,7 @@ struct ScorerArgs {
   int tail_blocks = 0;       // Q-resident: the last (shortest) token blocks, cut into tail_splits parts instead
   int tail_splits = 1;
   bool mma_only = false;     // timing only, FP8DSA_TUNING builds: skip the epilogue (writes nothing)
+  bool fence_exit = false;   // never set: the condition of the H = 32 schedule fence (config.h)
   bool ping_pong = true;     // Q-resident: consumers issue their MMAs in rotation
 };
 

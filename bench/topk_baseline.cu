@@ -18,14 +18,14 @@ constexpr size_t kAlign = 256;
 size_t align_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // The scratch layout: sorted keys, column ids in and out, segment bounds (segment r covers
-// [r * ldl, r * ldl + cols) of the [rows, ldl] arrays), then CUB's temporary storage.
+// [r * logits_stride, r * logits_stride + cols) of the [rows, logits_stride] arrays), then CUB's temporary storage.
 struct Layout {
   size_t keys_out = 0, values_in = 0, values_out = 0, begins = 0, ends = 0, temp = 0, temp_bytes = 0,
          total = 0;
 };
 
-cudaError_t layout_for(int rows, int64_t ldl, int cols, Layout* layout) {
-  const size_t items = static_cast<size_t>(rows) * static_cast<size_t>(ldl);
+cudaError_t layout_for(int rows, int64_t logits_stride, int cols, Layout* layout) {
+  const size_t items = static_cast<size_t>(rows) * static_cast<size_t>(logits_stride);
   Layout l;
   l.keys_out = 0;
   l.values_in = l.keys_out + align_up(items * sizeof(float));
@@ -43,23 +43,23 @@ cudaError_t layout_for(int rows, int64_t ldl, int cols, Layout* layout) {
   return err;
 }
 
-__global__ void fill_column_ids(int32_t* values, int64_t ldl, int64_t items, int32_t* begins,
+__global__ void fill_column_ids(int32_t* values, int64_t logits_stride, int64_t items, int32_t* begins,
                                 int32_t* ends, int rows, int cols) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < items; i += stride) {
-    values[i] = static_cast<int32_t>(i % ldl);
+    values[i] = static_cast<int32_t>(i % logits_stride);
     if (i < rows) {
-      begins[i] = static_cast<int32_t>(i * ldl);
-      ends[i] = static_cast<int32_t>(i * ldl + cols);
+      begins[i] = static_cast<int32_t>(i * logits_stride);
+      ends[i] = static_cast<int32_t>(i * logits_stride + cols);
     }
   }
 }
 
-__global__ void copy_first_k(const int32_t* sorted_columns, int64_t ldl, int cols, int k,
+__global__ void copy_first_k(const int32_t* sorted_columns, int64_t logits_stride, int cols, int k,
                              int32_t* indices) {
   const int64_t row = blockIdx.y;
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < k; j += gridDim.x * blockDim.x) {
-    indices[row * k + j] = j < cols ? sorted_columns[row * ldl + j] : -1;
+    indices[row * k + j] = j < cols ? sorted_columns[row * logits_stride + j] : -1;
   }
 }
 
@@ -72,12 +72,12 @@ size_t cub_sort_topk_workspace_bytes(int rows, int cols, int k) {
   return l.total;
 }
 
-cudaError_t cub_sort_topk(const float* logits, int64_t ldl, int rows, int cols, int k,
+cudaError_t cub_sort_topk(const float* logits, int64_t logits_stride, int rows, int cols, int k,
                           int32_t* indices, void* workspace, size_t workspace_bytes,
                           cudaStream_t stream) {
   if (rows <= 0 || k <= 0) return cudaSuccess;
   Layout l;
-  cudaError_t err = layout_for(rows, ldl, cols, &l);
+  cudaError_t err = layout_for(rows, logits_stride, cols, &l);
   if (err != cudaSuccess) return err;
   if (workspace_bytes < l.total) return cudaErrorInvalidValue;
   auto* base = static_cast<char*>(workspace);
@@ -86,9 +86,9 @@ cudaError_t cub_sort_topk(const float* logits, int64_t ldl, int rows, int cols, 
   auto* values_out = reinterpret_cast<int32_t*>(base + l.values_out);
   auto* begins = reinterpret_cast<int32_t*>(base + l.begins);
   auto* ends = reinterpret_cast<int32_t*>(base + l.ends);
-  const int64_t items = static_cast<int64_t>(rows) * ldl;
+  const int64_t items = static_cast<int64_t>(rows) * logits_stride;
 
-  fill_column_ids<<<1024, 256, 0, stream>>>(values_in, ldl, items, begins, ends, rows, cols);
+  fill_column_ids<<<1024, 256, 0, stream>>>(values_in, logits_stride, items, begins, ends, rows, cols);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   size_t temp_bytes = l.temp_bytes;
@@ -98,7 +98,7 @@ cudaError_t cub_sort_topk(const float* logits, int64_t ldl, int rows, int cols, 
       static_cast<const int32_t*>(ends), 0, static_cast<int>(sizeof(float) * 8), stream);
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>(std::min((k + 255) / 256, 8)), static_cast<unsigned>(rows));
-  copy_first_k<<<grid, 256, 0, stream>>>(values_out, ldl, cols, k, indices);
+  copy_first_k<<<grid, 256, 0, stream>>>(values_out, logits_stride, cols, k, indices);
   return cudaGetLastError();
 }
 

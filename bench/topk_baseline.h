@@ -12,8 +12,8 @@ namespace fp8dsa::bench {
 // Scratch bytes the baseline needs for a rows x cols problem with k outputs per row.
 size_t cub_sort_topk_workspace_bytes(int rows, int cols, int k);
 
-// indices [rows, k] i32 (absolute columns); rows read logits [rows, ldl]. Asynchronous on stream.
-cudaError_t cub_sort_topk(const float* logits, int64_t ldl, int rows, int cols, int k,
+// indices [rows, k] i32 (absolute columns); rows read logits [rows, logits_stride]. Asynchronous on stream.
+cudaError_t cub_sort_topk(const float* logits, int64_t logits_stride, int rows, int cols, int k,
                           int32_t* indices, void* workspace, size_t workspace_bytes,
                           cudaStream_t stream);
 

@@ -19,14 +19,14 @@ namespace {
 
 // Sizes as doubles: the product of the largest flags (2^24 tokens x 2^30 keys) overflows int64.
 struct Shape {
-  double t, n, ldl, index_heads, heads, topk, samples;
+  double t, n, logits_stride, index_heads, heads, topk, samples;
 };
 
 Shape shape_of(const RunOptions& o) {
   Shape s;
   s.t = static_cast<double>(o.tokens);
   s.n = static_cast<double>(o.tokens + o.cached);
-  s.ldl = static_cast<double>((o.tokens + o.cached + 3) / 4 * 4);
+  s.logits_stride = static_cast<double>((o.tokens + o.cached + 3) / 4 * 4);
   s.index_heads = o.index_heads;
   s.heads = o.heads;
   s.topk = o.topk;
@@ -62,11 +62,11 @@ double host_bytes_needed(const RunOptions& o, bool gpu) {
   const Shape s = shape_of(o);
   double bytes = input_bytes(s) + check_bytes(s) + s.t * s.topk * 4;  // + the indices
   if (gpu) return bytes;
-  // The stages one by one: logits [T, ldl], indices, outputs; then prefill_cpu: its own indices,
+  // The stages one by one: logits [T, logits_stride], indices, outputs; then prefill_cpu: its own indices,
   // a block of logits rows (>= 64 rows, ~2^24 floats) and outputs.
-  const double block_rows = std::min(s.t, std::max(64.0, 16777216.0 / s.ldl));
-  bytes += s.t * s.ldl * 4 + attention_output_bytes(s.t, s.heads);
-  bytes += s.t * s.topk * 4 + block_rows * s.ldl * 4 + attention_output_bytes(s.t, s.heads);
+  const double block_rows = std::min(s.t, std::max(64.0, 16777216.0 / s.logits_stride));
+  bytes += s.t * s.logits_stride * 4 + attention_output_bytes(s.t, s.heads);
+  bytes += s.t * s.topk * 4 + block_rows * s.logits_stride * 4 + attention_output_bytes(s.t, s.heads);
   return bytes + mla_reference_bytes(s, s.t);
 }
 
@@ -74,7 +74,8 @@ double device_bytes_needed(const RunOptions& o) {
   const Shape s = shape_of(o);
   // Inputs, logits, indices (the stage's and the prefill workspace's), two sets of outputs, the
   // prefill workspace's logits.
-  return input_bytes(s) + 2 * s.t * s.ldl * 4 + 2 * s.t * s.topk * 4 + 2 * attention_output_bytes(s.t, s.heads);
+  return input_bytes(s) + 2 * s.t * s.logits_stride * 4 + 2 * s.t * s.topk * 4 +
+         2 * attention_output_bytes(s.t, s.heads);
 }
 
 double host_bytes_available(std::string* source) {

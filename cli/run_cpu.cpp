@@ -61,12 +61,12 @@ int run_on_cpu(const RunOptions& requested) {
   const int h = o.heads, k = o.topk;
   std::vector<StageRow> rows;
 
-  // Stage 1: indexer logits [T, ldl] f32, rows padded to 16 bytes as the indexer requires.
-  const int64_t ldl = (N + 3) / 4 * 4;
-  std::vector<float> logits(static_cast<size_t>(T * ldl));
+  // Stage 1: indexer logits [T, logits_stride] f32, rows padded to 16 bytes as the indexer requires.
+  const int64_t logits_stride = (N + 3) / 4 * 4;
+  std::vector<float> logits(static_cast<size_t>(T * logits_stride));
   IndexerParams indexer = problem.indexer_params();
   indexer.logits = logits.data();
-  indexer.ldl = ldl;
+  indexer.logits_stride = logits_stride;
   progress("[1/4] indexer (reference::indexer_logits_cpu)");
   Clock::time_point start = Clock::now();
   if (const Status s = reference::indexer_logits_cpu(indexer); !s.is_ok()) return fail("indexer", s);
@@ -80,7 +80,7 @@ int run_on_cpu(const RunOptions& requested) {
   topk.num_rows = T;
   topk.num_keys = N;
   topk.logits = logits.data();
-  topk.ldl = ldl;
+  topk.logits_stride = logits_stride;
   topk.ks = problem.ks.data();
   topk.ke = problem.ke.data();
   topk.k = k;
@@ -137,7 +137,7 @@ int run_on_cpu(const RunOptions& requested) {
     progress("checking sampled tokens against the f64 references");
     start = Clock::now();
     for (int64_t t : got.tokens) {
-      got.logits.insert(got.logits.end(), logits.begin() + t * ldl, logits.begin() + t * ldl + N);
+      got.logits.insert(got.logits.end(), logits.begin() + t * logits_stride, logits.begin() + t * logits_stride + N);
     }
     take_rows(indices, got.tokens, static_cast<size_t>(k), &got.indices);
     take_rows(out, got.tokens, static_cast<size_t>(h) * kDimV, &got.out);

@@ -125,14 +125,14 @@ int run_on_gpu(const RunOptions& requested) {
 
   std::vector<StageRow> rows;
   // Stage 1: indexer logits, rows padded to 16 bytes like the pipeline's workspace.
-  const int64_t ldl = (N + 3) / 4 * 4;
+  const int64_t logits_stride = (N + 3) / 4 * 4;
   DeviceBytes logits;
-  if (const Status s = logits.allocate(static_cast<size_t>(T) * ldl * sizeof(float)); !s.is_ok()) {
+  if (const Status s = logits.allocate(static_cast<size_t>(T) * logits_stride * sizeof(float)); !s.is_ok()) {
     return fail("logits", s);
   }
   IndexerParams ip = dp.indexer_params(problem);
   ip.logits = logits.as<float>();
-  ip.ldl = ldl;
+  ip.logits_stride = logits_stride;
   ip.stream = se.stream;
   StageRow indexer_row{"indexer", indexer_kernel_name(indexer_route(ip)), NAN,
                        2.0 * o.index_heads * kIndexDim * static_cast<double>(problem.valid_pairs), {}, ""};
@@ -152,7 +152,7 @@ int run_on_gpu(const RunOptions& requested) {
   tp.num_rows = T;
   tp.num_keys = N;
   tp.logits = logits.as<float>();
-  tp.ldl = ldl;
+  tp.logits_stride = logits_stride;
   tp.ks = dp.ks.as<int32_t>();
   tp.ke = dp.ke.as<int32_t>();
   tp.k = k;
@@ -233,8 +233,8 @@ int run_on_gpu(const RunOptions& requested) {
   if (!got.tokens.empty()) {
     std::printf("  checking %zu sampled tokens against the f64 CPU references ...", got.tokens.size());
     std::fflush(stdout);
-    for (const Status& s : {tools::download_rows(logits.as<float>(), ldl, static_cast<size_t>(N), T, got.tokens,
-                                                 &got.logits),
+    for (const Status& s : {tools::download_rows(logits.as<float>(), logits_stride, static_cast<size_t>(N), T,
+                                                 got.tokens, &got.logits),
                             tools::download_rows(indices.as<int32_t>(), k, static_cast<size_t>(k), T, got.tokens,
                                                  &got.indices),
                             stage_out.download_tokens(got.tokens, &got.out, &got.lse, &got.max_logits)}) {

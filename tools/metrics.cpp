@@ -35,7 +35,7 @@ bool tied(double a, double b, const TopkCheckOptions& o) {
 }
 
 template <typename Score>
-TopkCheck check_topk_impl(const int32_t* indices, int64_t ld_indices, int k, const Score* scores,
+TopkCheck check_topk_impl(const int32_t* indices, int64_t indices_stride, int k, const Score* scores,
                           int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
                           const int32_t* ke, const TopkCheckOptions& o) {
   TopkCheck c;
@@ -48,7 +48,7 @@ TopkCheck check_topk_impl(const int32_t* indices, int64_t ld_indices, int k, con
     int64_t lo, hi;
     clamp_range(ks, ke, t, num_keys, &lo, &hi);
     const int64_t want = std::min<int64_t>(k, hi - lo);
-    const int32_t* row = indices + t * ld_indices;
+    const int32_t* row = indices + t * indices_stride;
     const Score* s = scores + t * ld_scores;
     std::ostringstream why;
 
@@ -133,7 +133,7 @@ double calc_diff(const double* x, const double* y, size_t n) {
   return 1.0 - 2.0 * xy / sq;
 }
 
-IndexerCheck check_indexer_logits(const float* got, int64_t ldl, const double* ref, int64_t num_tokens,
+IndexerCheck check_indexer_logits(const float* got, int64_t logits_stride, const double* ref, int64_t num_tokens,
                                   int64_t num_keys, const int32_t* ks, const int32_t* ke, double max_diff,
                                   double rel_max_abs) {
   IndexerCheck c;
@@ -144,7 +144,7 @@ IndexerCheck check_indexer_logits(const float* got, int64_t ldl, const double* r
     int64_t lo, hi;
     clamp_range(ks, ke, t, num_keys, &lo, &hi);
     for (int64_t s = lo; s < hi; ++s) {
-      const double g = got[t * ldl + s];
+      const double g = got[t * logits_stride + s];
       const double r = ref[t * num_keys + s];
       ++c.cells;
       if (!std::isfinite(r) || !std::isfinite(g)) {
@@ -172,16 +172,16 @@ IndexerCheck check_indexer_logits(const float* got, int64_t ldl, const double* r
   return c;
 }
 
-TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const double* scores,
+TopkCheck check_topk(const int32_t* indices, int64_t indices_stride, int k, const double* scores,
                      int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
                      const int32_t* ke, const TopkCheckOptions& options) {
-  return check_topk_impl(indices, ld_indices, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
+  return check_topk_impl(indices, indices_stride, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
 }
 
-TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const float* scores,
+TopkCheck check_topk(const int32_t* indices, int64_t indices_stride, int k, const float* scores,
                      int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
                      const int32_t* ke, const TopkCheckOptions& options) {
-  return check_topk_impl(indices, ld_indices, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
+  return check_topk_impl(indices, indices_stride, k, scores, ld_scores, num_rows, num_keys, ks, ke, options);
 }
 
 double spec6_score_bound(double score_std, double max_abs_score) {

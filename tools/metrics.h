@@ -25,11 +25,11 @@ struct IndexerCheck {
   std::string description;
 };
 
-// got: [T, ldl] f32 logits of the kernel under test; ref: [T, N] packed f64 reference (as from
+// got: [T, logits_stride] f32 logits of the kernel under test; ref: [T, N] packed f64 reference (as from
 // reference::indexer_logits_cpu_f64). Passes when diff < max_diff, max_abs_error <=
 // rel_max_abs * max_abs_ref and there is no non-finite mismatch. Cells outside each row's range
 // are not compared (check fill_masked separately).
-IndexerCheck check_indexer_logits(const float* got, int64_t ldl, const double* ref, int64_t num_tokens,
+IndexerCheck check_indexer_logits(const float* got, int64_t logits_stride, const double* ref, int64_t num_tokens,
                                   int64_t num_keys, const int32_t* ks, const int32_t* ke,
                                   double max_diff = 1e-5, double rel_max_abs = 1e-3);
 
@@ -53,15 +53,15 @@ struct TopkCheck {
   std::string description;      // the counts and the first few failing rows
 };
 
-// indices: [T, ld_indices] i32 under test (absolute key rows, no page-table transform); scores:
+// indices: [T, indices_stride] i32 under test (absolute key rows, no page-table transform); scores:
 // [T, ld_scores] the reference scores the selection is judged by (the f64 reference logits, or the
 // f32 logits that were given to the top-k). Checks, per row, that exactly min(k, ke - ks) slots hold
 // distinct indices inside the clamped [ks, ke), the rest -1, and that the sorted scores of the
 // selection match those of the exact top-k (NaN lowest) position by position up to a tie.
-TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const double* scores,
+TopkCheck check_topk(const int32_t* indices, int64_t indices_stride, int k, const double* scores,
                      int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
                      const int32_t* ke, const TopkCheckOptions& options = {});
-TopkCheck check_topk(const int32_t* indices, int64_t ld_indices, int k, const float* scores,
+TopkCheck check_topk(const int32_t* indices, int64_t indices_stride, int k, const float* scores,
                      int64_t ld_scores, int64_t num_rows, int64_t num_keys, const int32_t* ks,
                      const int32_t* ke, const TopkCheckOptions& options = {});
 

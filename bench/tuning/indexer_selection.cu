@@ -100,8 +100,8 @@ void run_case(const Case& c, int sampled_rows, int k) {
   p.num_heads = h;
   p.head_dim = kDim;
   p.fill_masked = true;
-  const int64_t ldl = logits_row_stride(n);
-  p.ldl = ldl;
+  const int64_t logits_stride = min_logits_stride(n);
+  p.logits_stride = logits_stride;
   void *q = nullptr, *kk = nullptr, *w = nullptr, *ks = nullptr, *ke = nullptr, *scale = nullptr, *logits = nullptr;
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&q, c.q.size()));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&kk, c.k.size()));
@@ -109,7 +109,7 @@ void run_case(const Case& c, int sampled_rows, int k) {
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&scale, 4 * c.k_scale.size()));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ks, 4 * c.ks.size()));
   FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ke, 4 * c.ke.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&logits, sizeof(float) * static_cast<size_t>(kTokens * ldl)));
+  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&logits, sizeof(float) * static_cast<size_t>(kTokens * logits_stride)));
   FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(q, c.q.data(), c.q.size(), cudaMemcpyHostToDevice));
   FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(kk, c.k.data(), c.k.size(), cudaMemcpyHostToDevice));
   FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(w, c.w.data(), 4 * c.w.size(), cudaMemcpyHostToDevice));
@@ -131,14 +131,14 @@ void run_case(const Case& c, int sampled_rows, int k) {
   std::vector<int64_t> tokens;
   for (int i = 0; i < sampled_rows; ++i) tokens.push_back((2 * i + 1) * kTokens / (2 * sampled_rows));
   const int64_t r = static_cast<int64_t>(tokens.size());
-  std::vector<float> ours(static_cast<size_t>(r * ldl));
+  std::vector<float> ours(static_cast<size_t>(r * logits_stride));
   std::vector<uint8_t> q_s(static_cast<size_t>(r * h * kDim));
   std::vector<float> w_s(static_cast<size_t>(r * h));
   std::vector<int32_t> ks_s, ke_s;
   for (int64_t i = 0; i < r; ++i) {
     const int64_t t = tokens[static_cast<size_t>(i)];
-    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ours.data() + i * ldl, static_cast<float*>(logits) + t * ldl,
-                                      sizeof(float) * static_cast<size_t>(ldl), cudaMemcpyDeviceToHost));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ours.data() + i * logits_stride, static_cast<float*>(logits) + t * logits_stride,
+                                      sizeof(float) * static_cast<size_t>(logits_stride), cudaMemcpyDeviceToHost));
     std::memcpy(q_s.data() + i * h * kDim, c.q.data() + t * h * kDim, static_cast<size_t>(h * kDim));
     std::memcpy(w_s.data() + i * h, c.w.data() + t * h, sizeof(float) * static_cast<size_t>(h));
     ks_s.push_back(c.ks[static_cast<size_t>(t)]);
@@ -153,7 +153,7 @@ void run_case(const Case& c, int sampled_rows, int k) {
   hp.ks = ks_s.data();
   hp.ke = ke_s.data();
   hp.logits = nullptr;
-  hp.ldl = 0;
+  hp.logits_stride = 0;
   hp.fill_masked = false;
   std::vector<double> exact;
   FP8DSA_TOOL_CHECK_OK(reference::indexer_logits_cpu_f64(hp, &exact));
@@ -167,7 +167,7 @@ void run_case(const Case& c, int sampled_rows, int k) {
     const int64_t len = hi - lo;
     if (len <= k) continue;  // every key is selected
     const double* e = exact.data() + i * n + lo;
-    const float* o = ours.data() + i * ldl + lo;
+    const float* o = ours.data() + i * logits_stride + lo;
     double max_ref = 0.0;
     for (int64_t j = 0; j < len; ++j) max_ref = std::max(max_ref, std::fabs(e[j]));
     const std::vector<int64_t> want = top_k(e, len, k);

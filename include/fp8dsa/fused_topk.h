@@ -24,11 +24,11 @@
 namespace fp8dsa {
 
 struct FusedTopkParams {
-  // The scorer's inputs, as for indexer_logits(). logits, ldl and fill_masked are ignored (there
+  // The scorer's inputs, as for indexer_logits(). logits, logits_stride and fill_masked are ignored (there
   // are no logits); kernel must be kAuto or kQResident (the fused scorer is the Q-resident one).
   IndexerParams scores;
-  // The selection, as for topk(): k, indices, ld_indices, sorted and the page-table fields.
-  // num_rows, num_keys, ks, ke come from `scores`; logits, ldl and workspace are ignored.
+  // The selection, as for topk(): k, indices, indices_stride, sorted and the page-table fields.
+  // num_rows, num_keys, ks, ke come from `scores`; logits, logits_stride and workspace are ignored.
   TopkParams select;
   void* workspace = nullptr;  // at least fused_topk_workspace_bytes(params), kWorkspaceAlignment-aligned
   size_t workspace_bytes = 0;

@@ -52,10 +52,10 @@ struct IndexerParams {
   const int32_t* ks = nullptr;  // [T] first key row token t scores (inclusive)
   const int32_t* ke = nullptr;  // [T] end of the range (exclusive); bounds are clamped to [0, N]
 
-  float* logits = nullptr;   // [T, ldl] f32, 16-byte aligned
+  float* logits = nullptr;   // [T, logits_stride] f32, 16-byte aligned
   // >= N, a multiple of 4 (16-byte rows); 0 = N (packed), which therefore needs N % 4 == 0: for
-  // other N pass logits_row_stride(N).
-  int64_t ldl = 0;
+  // other N pass min_logits_stride(N).
+  int64_t logits_stride = 0;
   bool fill_masked = false;  // write -inf to cells outside [ks, ke); otherwise they are untouched
 
   IndexerKernel kernel = IndexerKernel::kAuto;
@@ -66,10 +66,10 @@ struct IndexerParams {
 };
 
 // Checks every argument a caller can get wrong; runs on the CPU, touches no pointed-to memory.
-// The smallest valid ldl for rows of num_keys logits: num_keys rounded up to the 16-byte rows'
+// The smallest valid logits_stride for rows of num_keys logits: num_keys rounded up to the 16-byte rows'
 // multiple of 4 (num_keys in [0, INT64_MAX - 3]).
 inline constexpr int64_t kLogitsRowMultiple = 4;
-constexpr int64_t logits_row_stride(int64_t num_keys) {
+constexpr int64_t min_logits_stride(int64_t num_keys) {
   return (num_keys + kLogitsRowMultiple - 1) / kLogitsRowMultiple * kLogitsRowMultiple;
 }
 

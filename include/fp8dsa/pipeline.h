@@ -14,7 +14,7 @@
 namespace fp8dsa {
 
 struct PrefillParams {
-  // Indexer inputs and bounds. indexer.logits / indexer.ldl are ignored: the logits live in the
+  // Indexer inputs and bounds. indexer.logits / indexer.logits_stride are ignored: the logits live in the
   // workspace (or nowhere, with the fused path).
   IndexerParams indexer;
   // Attention inputs and outputs. attention.indices / indices_stride / topk are ignored: the

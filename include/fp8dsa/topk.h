@@ -20,15 +20,15 @@ struct TopkParams {
   int64_t num_rows = 0;  // T
   int64_t num_keys = 0;  // N: columns of logits; ks/ke are clamped to [0, N]
 
-  const float* logits = nullptr;  // [T, ldl] f32
-  int64_t ldl = 0;                // >= N; 0 = N
+  const float* logits = nullptr;  // [T, logits_stride] f32
+  int64_t logits_stride = 0;      // >= N; 0 = N
 
   const int32_t* ks = nullptr;  // [T]
   const int32_t* ke = nullptr;  // [T]
 
   int k = 2048;                // 1..2048
-  int32_t* indices = nullptr;  // [T, ld_indices] i32
-  int64_t ld_indices = 0;      // >= k; 0 = k
+  int32_t* indices = nullptr;  // [T, indices_stride] i32
+  int64_t indices_stride = 0;  // >= k; 0 = k
   bool sorted = false;         // return the selected keys by descending score (ties in any order)
 
   // Optional page-table transform, applied in the same kernel: with pos = index - pos_base,

@@ -53,7 +53,7 @@ FieldNames indexer_field_names(const IndexerArrayNames& n) {
           {"q_token_stride", stride(q, 0)},
           {"w_token_stride", stride("weights", 0)},
           {"k_row_stride", stride(k, 0)},
-          {"ldl", stride("logits", 0)},
+          {"logits_stride", stride("logits", 0)},
           {"q", q},
           {"k", k},
           {"k_scale", n.k_scale},
@@ -63,9 +63,9 @@ FieldNames indexer_field_names(const IndexerArrayNames& n) {
 FieldNames topk_field_names(const char* rows_from, const char* keys_from) {
   return {{"num_rows", rows_from},
           {"num_keys", keys_from},
-          {"ldl", stride("logits", 0)},
+          {"logits_stride", stride("logits", 0)},
           {"indices", "out"},
-          {"ld_indices", stride("out", 0)},
+          {"indices_stride", stride("out", 0)},
           {"pages_per_seq", "page_table's P"},
           {"num_seqs", "page_table's B"},
           {"page_table_stride", stride("page_table", 0)}};

@@ -1,4 +1,4 @@
-// The library's messages name its params fields (q_token_stride, ldl, attention.num_tokens); a
+// The library's messages name its params fields (q_token_stride, logits_stride, attention.num_tokens); a
 // Python caller knows only the arguments they come from. Each stage's table maps its fields to the
 // words of those arguments ("q's stride in dimension 0"), and in_argument_terms() rewrites a
 // message with it, so that the library's checks stay the one source of the rules.

@@ -42,7 +42,7 @@ FusedTopkParams fused_topk_params(ArrayChecker& arrays, const InputArray& q, con
   p.select.k = topk;
   p.select.sorted = sorted;
   p.select.indices = static_cast<int32_t*>(out_view.data);
-  p.select.ld_indices = out_view.field_stride(0);
+  p.select.indices_stride = out_view.field_stride(0);
   set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "q's T", &p.select);
   arrays.expect_extent(out_view, 1, topk, "k");
   // Messages of the scorer's checks start "fused_topk: indexer:", the selection's "fused_topk: topk:".

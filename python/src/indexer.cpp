@@ -44,12 +44,13 @@ IndexerParams indexer_logits_params(ArrayChecker& arrays, const InputArray& q, c
   }
   p.logits = static_cast<float*>(logits_view.data);
   // A single row's stride addresses nothing; its width is what the caller allocated.
-  p.ldl = logits_view.shape[0] > 1 ? logits_view.strides[0] : logits_view.shape[1];
-  // The library's words for this ("pass ldl = 12") name a field; these name the array to make.
-  if (p.ldl % kLogitsRowAlign != 0) {
-    const int64_t padded = (p.ldl + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
+  p.logits_stride = logits_view.shape[0] > 1 ? logits_view.strides[0] : logits_view.shape[1];
+  // The library's words for this ("pass logits_stride = 12") name a field; these name the array to make.
+  if (p.logits_stride % kLogitsRowAlign != 0) {
+    const int64_t padded = (p.logits_stride + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign;
     arrays.fail("logits rows must start 16 bytes apart (a stride in dimension 0 that is a multiple of " +
-                std::to_string(kLogitsRowAlign) + " floats; given " + std::to_string(p.ldl) + "): pass a [T, N] view of rows of " +
+                std::to_string(kLogitsRowAlign) + " floats; given " + std::to_string(p.logits_stride) +
+                "): pass a [T, N] view of rows of " +
                 std::to_string(padded) + " floats, or no logits to have them allocated");
   }
   p.fill_masked = fill_masked;

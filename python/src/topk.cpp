@@ -30,7 +30,7 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
   p.num_rows = logits_view.shape[0];
   p.num_keys = logits_view.shape[1];
   p.logits = static_cast<const float*>(logits_view.data);
-  p.ldl = logits_view.field_stride(0);
+  p.logits_stride = logits_view.field_stride(0);
   for (const ArrayView* bounds : {&ks_view, &ke_view}) {
     arrays.expect_extent(*bounds, 0, p.num_rows, "logits' T");
     arrays.expect_packed(*bounds);
@@ -41,7 +41,7 @@ TopkParams topk_params(ArrayChecker& arrays, const InputArray& logits, const Inp
   p.sorted = sorted;
   arrays.expect_extent(out_view, 0, p.num_rows, "logits' T");
   p.indices = static_cast<int32_t*>(out_view.data);
-  p.ld_indices = out_view.field_stride(0);
+  p.indices_stride = out_view.field_stride(0);
   set_page_table(arrays, page_table, page_size, row_seq, row_pos_base, "logits' T", &p);
   // out's width before its row stride is compared with k (k's own range is the Python layer's).
   arrays.expect_extent(out_view, 1, p.k, "k");

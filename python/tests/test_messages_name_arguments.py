@@ -1,6 +1,6 @@
 """The library's checks reach Python in the words of the Python arguments: a stride as the
 array's stride in a dimension, an extent as the array's T, N, H or h, never a C++ params field
-(q_token_stride, ldl, ld_indices, attention.num_tokens)."""
+(q_token_stride, logits_stride, indices_stride, attention.num_tokens)."""
 
 import re
 
@@ -16,8 +16,8 @@ E4M3_ONE = 0x38
 # Every params field a message could name: none may reach Python.
 CPP_FIELDS = ("num_tokens", "num_keys", "num_heads", "head_dim", "num_kv", "num_rows", "num_parts",
               "d_qk", "q_token_stride", "q_head_stride", "w_token_stride", "k_row_stride",
-              "kv_row_stride", "indices_stride", "out_token_stride", "out_head_stride", "ldl",
-              "ld_indices", "token_stride", "head_stride", "part_stride", "pages_per_seq",
+              "kv_row_stride", "indices_stride", "out_token_stride", "out_head_stride", "logits_stride",
+              "token_stride", "head_stride", "part_stride", "pages_per_seq",
               "num_seqs", "page_table_stride", "w", "indexer.num_tokens",
               "indexer.num_keys", "attention.num_tokens", "attention.num_kv")
 

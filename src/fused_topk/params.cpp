@@ -22,7 +22,7 @@ IndexerParams scorer_params(const FusedTopkParams& params) {
   IndexerParams s = params.scores;
   s.logits = placeholder_logits;
   // As if the rows were padded to the scorer's 16-byte rule (there are no rows).
-  s.ldl = s.num_keys >= 0 && s.num_keys <= detail::kMaxExtent ? logits_row_stride(s.num_keys) : 0;
+  s.logits_stride = s.num_keys >= 0 && s.num_keys <= detail::kMaxExtent ? min_logits_stride(s.num_keys) : 0;
   s.fill_masked = false;
   s.stream = params.stream;
   return s.resolved();
@@ -35,7 +35,7 @@ TopkParams select_params(const FusedTopkParams& params) {
   t.ks = params.scores.ks;
   t.ke = params.scores.ke;
   t.logits = placeholder_logits;
-  t.ldl = 0;
+  t.logits_stride = 0;
   t.workspace = nullptr;
   t.workspace_bytes = 0;
   t.stream = params.stream;

@@ -16,8 +16,8 @@ Status fused_topk_cpu_unguarded(const FusedTopkParams& params) {
   const TopkParams t = params.select.resolved();
   if (s.num_tokens == 0) return Status::ok();
   constexpr int64_t kBlockRows = 64;
-  const int64_t ldl = std::max(kLogitsRowMultiple, logits_row_stride(s.num_keys));
-  std::vector<float> logits(static_cast<size_t>(std::min(kBlockRows, s.num_tokens) * ldl));
+  const int64_t logits_stride = std::max(kLogitsRowMultiple, min_logits_stride(s.num_keys));
+  std::vector<float> logits(static_cast<size_t>(std::min(kBlockRows, s.num_tokens) * logits_stride));
   for (int64_t r0 = 0; r0 < s.num_tokens; r0 += kBlockRows) {
     const int64_t rows = std::min(kBlockRows, s.num_tokens - r0);
     IndexerParams score = s;
@@ -27,24 +27,24 @@ Status fused_topk_cpu_unguarded(const FusedTopkParams& params) {
     score.ks = s.ks + r0;
     score.ke = s.ke + r0;
     score.logits = logits.data();
-    score.ldl = ldl;
+    score.logits_stride = logits_stride;
     score.fill_masked = false;
     if (s.num_keys > 0) FP8DSA_RETURN_IF_ERROR(indexer_logits_cpu(score));
     TopkParams select = t;
     select.num_rows = rows;
     select.num_keys = s.num_keys;
     select.logits = logits.data();
-    select.ldl = ldl;
+    select.logits_stride = logits_stride;
     select.ks = score.ks;
     select.ke = score.ke;
-    select.indices = t.indices + r0 * t.ld_indices;
+    select.indices = t.indices + r0 * t.indices_stride;
     if (t.page_table != nullptr) {
       // Row r of the block is row r0 + r of the batch: its sequence and position base shift too.
       if (t.row_seq != nullptr) {
         select.row_seq = t.row_seq + r0;
       } else {
         if (t.num_seqs > 0 && r0 >= t.num_seqs) {  // every row's sequence is past the table
-          for (int64_t r = 0; r < rows; ++r) std::fill_n(select.indices + r * t.ld_indices, t.k, -1);
+          for (int64_t r = 0; r < rows; ++r) std::fill_n(select.indices + r * t.indices_stride, t.k, -1);
           continue;
         }
         select.page_table = t.page_table + r0 * t.page_table_stride;  // row r is sequence r0 + r

@@ -33,7 +33,7 @@ constexpr uint32_t kBitmapBits = kBitmapWords * 32;      // 131072 rows
 using Select = GroupSelect<kThreads>;
 
 struct SelectArgs {
-  TopkParams out;  // resolved: num_rows, num_keys, ks, ke, k, indices, ld_indices, sorted, page table
+  TopkParams out;  // resolved: num_rows, num_keys, ks, ke, k, indices, indices_stride, sorted, page table
   const uint32_t* counts;
   const uint2* entries;  // (score key, key row)
   int parts;     // buffer parts per token: key splits x kBufferParts (candidate_layout.h)
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
     }
   }
   sel.sync();
-  int32_t* out = a.out.indices + row * a.out.ld_indices;
+  int32_t* out = a.out.indices + row * a.out.indices_stride;
   if (bitmap) {
     // Thread t reads the range's words [t W, t W + W), W = ceil(words / kThreads) (every thread a
     // share however short the range): its rows are ranks [before, before + its count), ascending.

@@ -26,7 +26,7 @@ namespace {
 constexpr int kThreads = 32;
 
 // -inf into row[lo, hi): scalar cells up to the first 16-byte boundary, float4 stores, scalar tail
-// (rows start 16-byte aligned: ldl is a multiple of 4).
+// (rows start 16-byte aligned: logits_stride is a multiple of 4).
 __device__ __forceinline__ void fill_range(float* row, int64_t lo, int64_t hi) {
   if (lo >= hi) return;
   const int64_t aligned_lo = std::min(hi, (lo + 3) & ~int64_t{3});
@@ -49,7 +49,7 @@ __device__ __forceinline__ void fill_range(float* row, int64_t lo, int64_t hi) {
 // follows on the stream sees both. Sizes are below 2^31 (SPEC 1).
 __global__ void __maxnreg__(32)
     fill_masked_kernel(const int32_t* ks, const int32_t* ke, float* logits, int64_t num_tokens, int64_t num_keys,
-                       int64_t ldl) {
+                       int64_t logits_stride) {
   const int lane = static_cast<int>(threadIdx.x);
   const int64_t step = gridDim.x;
   for (int64_t first = blockIdx.x; first < num_tokens; first += kThreads * step) {
@@ -63,7 +63,7 @@ __global__ void __maxnreg__(32)
     for (int j = 0; j < rows; ++j) {
       const int64_t row_s = __shfl_sync(0xFFFFFFFFu, s, j);
       const int64_t row_e = __shfl_sync(0xFFFFFFFFu, e, j);
-      float* row = logits + (first + j * step) * ldl;
+      float* row = logits + (first + j * step) * logits_stride;
       fill_range(row, 0, row_s);
       fill_range(row, row_e, num_keys);
     }
@@ -78,10 +78,10 @@ Status fill_masked_cells(const IndexerParams& p, FillLaunch launch) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.num_tokens, 4 * int64_t{device_sm_count()}));
   if (launch == FillLaunch::kSerial) {
     return launch_kernel("fill_masked_kernel", fill_masked_kernel, grid, kThreads, 0, p.stream, p.ks, p.ke, p.logits,
-                         p.num_tokens, p.num_keys, p.ldl);
+                         p.num_tokens, p.num_keys, p.logits_stride);
   }
   return launch_programmatic_dependent("fill_masked_kernel", fill_masked_kernel, grid, kThreads, 0, p.stream, p.ks,
-                                       p.ke, p.logits, p.num_tokens, p.num_keys, p.ldl);
+                                       p.ke, p.logits, p.num_tokens, p.num_keys, p.logits_stride);
 }
 
 }  // namespace fp8dsa::detail::indexer

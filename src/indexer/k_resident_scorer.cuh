@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(Cfg::kThreads)
         const int token = Epi::token_of(lane, index);
         const int key = key0 + 8 * (index & 1);
         if (key >= bound[f].x && key < bound[f].y) {
-          args.logits[(first_token + token) * args.ldl + key] = part[f] * ((index & 1) ? scale1 : scale0);
+          args.logits[(first_token + token) * args.logits_stride + key] = part[f] * ((index & 1) ? scale1 : scale0);
         }
       }
     }

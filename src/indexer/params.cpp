@@ -25,7 +25,7 @@ IndexerParams IndexerParams::resolved() const {
   if (r.q_token_stride == 0) r.q_token_stride = int64_t{r.num_heads} * r.head_dim;
   if (r.w_token_stride == 0) r.w_token_stride = r.num_heads;
   if (r.k_row_stride == 0) r.k_row_stride = r.head_dim;
-  if (r.ldl == 0) r.ldl = r.num_keys;
+  if (r.logits_stride == 0) r.logits_stride = r.num_keys;
   return r;
 }
 
@@ -58,25 +58,25 @@ static Status validate_unguarded(const IndexerParams& params) {
       check_at_least(kOp, "k_row_stride", p.k_row_stride, p.head_dim, "head_dim"));
   FP8DSA_RETURN_IF_ERROR(
       check_multiple(kOp, "k_row_stride", p.k_row_stride, 16, "16-byte row alignment"));
-  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
-  // Logit rows are stored with 16-byte vector stores. ldl = 0 (packed) resolves to num_keys: say
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "logits_stride", p.logits_stride, p.num_keys, "num_keys"));
+  // Logit rows are stored with 16-byte vector stores. logits_stride = 0 (packed) resolves to num_keys: say
   // what the caller passed and what to pass instead.
-  if (p.ldl % kLogitsRowMultiple != 0) {
+  if (p.logits_stride % kLogitsRowMultiple != 0) {
     const std::string given =
-        params.ldl == 0 ? concat("0, i.e. packed = num_keys = ", p.num_keys) : concat(p.ldl);
+        params.logits_stride == 0 ? concat("0, i.e. packed = num_keys = ", p.num_keys) : concat(p.logits_stride);
     const std::string instead =
-        p.ldl > std::numeric_limits<int64_t>::max() - (kLogitsRowMultiple - 1)
+        p.logits_stride > std::numeric_limits<int64_t>::max() - (kLogitsRowMultiple - 1)
             ? std::string()
-            : concat("; pass ldl = ", logits_row_stride(p.ldl),
-                     params.ldl == 0 ? " (num_keys rounded up to a multiple of 4)" : "");
+            : concat("; pass logits_stride = ", min_logits_stride(p.logits_stride),
+                     params.logits_stride == 0 ? " (num_keys rounded up to a multiple of 4)" : "");
     return invalid_argument(
-        concat(kOp, ": ldl (", given, ") must be a multiple of 4 (16-byte rows of f32 logits)", instead));
+        concat(kOp, ": logits_stride (", given, ") must be a multiple of 4 (16-byte rows of f32 logits)", instead));
   }
 
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "q", p.num_tokens, p.q_token_stride, 1));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "w", p.num_tokens, p.w_token_stride, 4));
   FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "k", p.num_keys, p.k_row_stride, 1));
-  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_tokens, p.ldl, 4));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_tokens, p.logits_stride, 4));
 
   const bool has_tokens = p.num_tokens > 0;
   const bool has_keys = p.num_keys > 0;

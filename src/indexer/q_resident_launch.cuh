@@ -12,6 +12,7 @@
 #include "core/cuda_check.h"
 #include "core/launch.cuh"
 #include "indexer/key_splits.h"
+#include "indexer/logits_output.cuh"
 #include "indexer/q_resident_scorer.cuh"
 #include "indexer/scorer_output.h"
 #include "indexer/scorer_launch.h"

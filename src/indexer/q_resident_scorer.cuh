@@ -12,10 +12,10 @@
 //     releases the stage as soon as the MMA has read it, and runs the relu x w head-sum epilogue
 //     in registers while the other consumers' MMAs keep the tensor cores busy.
 // Only key tiles inside [min ks, max ke) of the block are loaded; each finished cell is checked
-// against its own token's [ks, ke) and handed to the Output policy: LogitsOutput (below) stores it
-// into the [T, ldl] logits, fused_topk's CandidateOutput keeps it only if it can still be among
-// its token's top k. The grid is ordered last-token-block first, so under a causal
-// guard the longest blocks start first; `key_splits` cuts each block's key range into equal parts
+// against its own token's [ks, ke) and handed to the Output policy (scorer_output.h):
+// LogitsOutput stores it into the [T, logits_stride] logits, fused_topk's CandidateOutput keeps it
+// only if it can still be among its token's top k. The grid is ordered last-token-block first, so
+// under a causal guard the longest blocks start first; `key_splits` cuts each block's key range into equal parts
 // (separate CTAs, no reduction needed: every (token, key) cell is independent) to fill the machine
 // when there are few token blocks. With LogitsOutput the grid's last token blocks (the shortest)
 // may be cut finer (`tail_blocks`, `tail_splits`: key_splits.h), so that the last wave is of small
@@ -36,61 +36,10 @@
 #include "indexer/config.h"
 #include "indexer/linear_split.cuh"
 #include "indexer/scorer_epilogue.cuh"
+#include "indexer/scorer_output.h"
 #include "indexer/scorers.h"
 
 namespace fp8dsa::detail::indexer {
-
-// The finished cells of one tile as a lane holds them: slot j is (CTA-local token, key, value),
-// `valid` when the lane owns the slot and the key lies in the token's [ks, ke).
-template <int kFinal>
-struct TileCells {
-  int token[kFinal];
-  int key[kFinal];
-  float value[kFinal];
-  bool valid[kFinal];
-};
-
-// The plain scorer's output: every valid cell into logits[t, key]. The Output contract is
-// indexer/scorer_output.h (ScorerOutput). The order of the calls: empty_cta() for a CTA with no key
-// tile; otherwise per consumer warpgroup the constructor, store() for every tile (all lanes call
-// it), end_tile() after it and finish() after the last; these are members of the policy's
-// Consumer<Epi>, the object a consumer warpgroup holds (Epi: the ScoreEpilogue, which says which
-// cells a lane holds). With kDeferStore, a tile's cells are stored
-// while the next tile's MMA runs (end_tile() of tile i then follows the store of tile i - 1). Host
-// side, prepare<Cfg>() completes the Args for the launch; token_active() may leave a token out of a
-// launch (its bounds become empty). With kSamples, sample_range() names a strided view of K (every
-// sample_stride-th key, Args::sample_map) whose tiles are scored first, and end_sample() runs after
-// their cells were stored, before the first key tile's.
-struct LogitsOutput {
-  struct Args {};
-  template <class Epi>
-  using Consumer = LogitsOutput;  // the per-warpgroup object, whatever cells a lane holds
-  static constexpr int kSmemBytesPerConsumer = 0;
-  static constexpr bool kNeedsOwnTokens = false;  // works when consumers share one token block
-  static constexpr bool kDeferStore = false;      // store() right after the tile's own epilogue
-  static constexpr bool kSamples = false;         // no sample tiles before the key tiles
-  static constexpr bool kEarlyDependents = true;  // indexer_logits' masked fill (never these cells)
-  template <class Cfg>
-  static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
-  __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
-  __device__ static void empty_cta(const Args&, const ScorerArgs&, int64_t, int, int, int) {}
-  __device__ LogitsOutput(const Args&, const ScorerArgs& args, uint8_t*, int, int, int64_t first_token, int)
-      : logits_(args.logits), ldl_(args.ldl), first_token_(first_token) {}
-  template <int kFinal>
-  __device__ void store(const TileCells<kFinal>& c, int) {
-#pragma unroll
-    for (int j = 0; j < kFinal; ++j) {
-      if (c.valid[j]) logits_[(first_token_ + c.token[j]) * ldl_ + c.key[j]] = c.value[j];
-    }
-  }
-  __device__ void end_tile() {}
-  __device__ void finish() {}
-
- private:
-  float* logits_;
-  int64_t ldl_;
-  int64_t first_token_;
-};
 
 template <class Cfg, class Output>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
@@ -98,6 +47,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                              const __grid_constant__ CUtensorMap q_map, const ScorerArgs args,
                              const __grid_constant__ typename Output::Args out_args) {
   using Epi = ScoreEpilogue<Cfg::kHeads, Cfg::kCols>;
+  constexpr bool kSampled = SampledPrefix<Output, Cfg>;  // sample tiles before the key tiles
   // The split epilogue (config.h), for every output: fused_topk ranks exactly the logits the plain
   // scorer writes.
   constexpr bool kSplit = Cfg::kLinearSplit;
@@ -194,7 +144,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // The split's keys end here (the last tile may reach past N).
   const int split_key_end = static_cast<int>(min(static_cast<int64_t>(tile_end) * kKeyTile, args.num_keys));
   int sample_tiles = 0, sample_row0 = 0, sample_stride = 0;
-  if constexpr (Output::kSamples) {
+  if constexpr (kSampled) {
     Output::sample_range(out_args, tile_begin * kKeyTile, split_key_end, &sample_row0, &sample_tiles, &sample_stride);
   }
   const int total_tiles = sample_tiles + num_tiles;  // sample tiles first, then the key tiles
@@ -212,9 +162,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int use = i / Cfg::kStages;
         if (use > 0) hopper::mbarrier_wait(&empty[stage], (use - 1) & 1);
         hopper::mbarrier_arrive_expect_tx(&full[stage], Cfg::kTileBytes);
-        const bool sample = Output::kSamples && i < sample_tiles;
+        const bool sample = kSampled && i < sample_tiles;
         const CUtensorMap* map = &k_map;
-        if constexpr (Output::kSamples) {
+        if constexpr (kSampled) {
           if (sample) map = &out_args.sample_map;
         }
         hopper::tma_load_2d(k_smem + stage * Cfg::kTileBytes, map, &full[stage], 0,
@@ -379,7 +329,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       out.end_tile();
     }
   };
-  if constexpr (Output::kSamples) {
+  if constexpr (kSampled) {
     static_assert(Cfg::kShareTiles, "every consumer scores the sample tiles");
     for (int i = 0; i < sample_tiles; ++i) score_tile(std::true_type{}, i);
     if (sample_tiles > 0) out.end_sample(bounds, tile_begin * kKeyTile, split_key_end);

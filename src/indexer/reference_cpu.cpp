@@ -98,11 +98,13 @@ Status indexer_logits_cpu_unguarded(const IndexerParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const IndexerParams p = params.resolved();
   FP8DSA_RETURN_IF_ERROR(check_dtypes(p));
-  score_all(p, [&](int64_t t, int64_t s, double logit) { p.logits[t * p.ldl + s] = static_cast<float>(logit); });
+  score_all(p, [&](int64_t t, int64_t s, double logit) {
+    p.logits[t * p.logits_stride + s] = static_cast<float>(logit);
+  });
   if (p.fill_masked) {
     constexpr float kMasked = -std::numeric_limits<float>::infinity();
     parallel_for(0, p.num_tokens, [&](int64_t t) {
-      float* row = p.logits + t * p.ldl;
+      float* row = p.logits + t * p.logits_stride;
       int64_t lo, hi;
       key_range(p, t, &lo, &hi);
       std::fill(row, row + lo, kMasked);
@@ -114,12 +116,13 @@ Status indexer_logits_cpu_unguarded(const IndexerParams& params) {
 
 Status indexer_logits_cpu_f64_unguarded(const IndexerParams& params, std::vector<double>* logits) {
   if (logits == nullptr) return invalid_argument("indexer_logits_cpu_f64: logits vector is null");
-  // The f32 output (logits, ldl) is not used here; stand in an aligned dummy so that validate()
+  // The f32 output (logits, logits_stride) is not used here; stand in an aligned dummy so that validate()
   // checks everything else.
   alignas(256) static float unused_output;
   IndexerParams checked = params;
   checked.logits = &unused_output;
-  checked.ldl = checked.num_keys >= 0 && checked.num_keys <= detail::kMaxExtent ? logits_row_stride(checked.num_keys) : 0;
+  checked.logits_stride =
+      checked.num_keys >= 0 && checked.num_keys <= detail::kMaxExtent ? min_logits_stride(checked.num_keys) : 0;
   FP8DSA_RETURN_IF_ERROR(validate(checked));
   const IndexerParams p = checked.resolved();
   FP8DSA_RETURN_IF_ERROR(check_dtypes(p));

@@ -9,7 +9,7 @@
 
 namespace fp8dsa::reference {
 
-// Validates params, then fills *logits with [T, N] packed f64 logits (row stride N, not ldl):
+// Validates params, then fills *logits with [T, N] packed f64 logits (row stride N, not logits_stride):
 // cells inside the clamped [ks[t], ke[t]) hold the exact score of SPEC 1 (exact e4m3 products,
 // f64 sums), every other cell holds -inf. params.logits is neither read nor written.
 Status indexer_logits_cpu_f64(const IndexerParams& params, std::vector<double>* logits);

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kKeysPerBlock) indexer_reference_kernel(Indexe
   for (int64_t t = blockIdx.y; t < p.num_tokens; t += gridDim.y) {
     const int64_t lo = clamp_bound(p.ks[t], p.num_keys);
     const int64_t hi = std::max(lo, clamp_bound(p.ke[t], p.num_keys));
-    float* logits_row = p.logits + t * p.ldl;
+    float* logits_row = p.logits + t * p.logits_stride;
 
     // Block-uniform: skipping here never splits the block across a __syncthreads.
     const bool block_overlaps = block_first_key < hi && block_first_key + kKeysPerBlock > lo;

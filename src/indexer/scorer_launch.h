@@ -34,7 +34,7 @@ inline ScorerArgs scorer_args(const IndexerParams& p) {
   args.ks = p.ks;
   args.ke = p.ke;
   args.logits = p.logits;
-  args.ldl = p.ldl;
+  args.logits_stride = p.logits_stride;
   return args;
 }
 

@@ -19,7 +19,7 @@ struct ScorerArgs {
   const int32_t* ks = nullptr;
   const int32_t* ke = nullptr;
   float* logits = nullptr;
-  int64_t ldl = 0;
+  int64_t logits_stride = 0;
   int num_token_blocks = 0;  // Q-resident: blocks of kTokens tokens; K-resident: token chunks
   int key_splits = 1;        // Q-resident: parts each token block's key range is cut into
   int tail_blocks = 0;       // Q-resident: the last (shortest) token blocks, cut into tail_splits parts instead

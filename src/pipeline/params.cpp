@@ -36,7 +36,7 @@ Status validate_unguarded(const PrefillParams& params) {
   }
   IndexerParams indexer = params.indexer;
   indexer.logits = kWorkspaceLogitsStandIn;
-  indexer.ldl = detail::pipeline::logits_ldl(indexer.num_keys);  // the workspace's rows
+  indexer.logits_stride = min_logits_stride(indexer.num_keys);  // the workspace's rows
   FP8DSA_RETURN_IF_ERROR(with_prefix(validate(indexer)));
 
   SparseMlaParams attention = params.attention;

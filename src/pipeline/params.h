@@ -18,14 +18,10 @@ bool runs_fused(const PrefillParams& params);
 int64_t selection_chunk(const PrefillParams& params);
 
 // The unfused selection a chunk of tokens at a time: indexer.num_tokens tokens in chunks of
-// chunk_tokens (> 0), each chunk's logits into indexer.logits ([chunk_tokens, indexer.ldl]) and
+// chunk_tokens (> 0), each chunk's logits into indexer.logits ([chunk_tokens, indexer.logits_stride]) and
 // then its top-k into rows [t0, t0 + chunk) of topk.indices, with topk's other fields (num_rows,
 // ks, ke, row_seq and row_pos_base are the chunk's). One stream: the next chunk's scorer runs after
 // this chunk's top-k.
 Status select_in_chunks(const IndexerParams& indexer, const TopkParams& topk, int64_t chunk_tokens);
-
-// The row stride of the workspace logits: the indexer's rule (logits_row_stride). num_keys in [0,
-// INT32_MAX] (validate_shape), so the sum cannot overflow.
-inline int64_t logits_ldl(int64_t num_keys) { return logits_row_stride(num_keys); }
 
 }  // namespace fp8dsa::detail::pipeline

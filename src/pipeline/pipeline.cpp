@@ -16,8 +16,8 @@ namespace fp8dsa {
 namespace {
 
 // Every sub-buffer starts on a kWorkspaceAlignment (fp8dsa/types.h) boundary: TMA needs 16 bytes,
-// vector loads and the top-k's own workspace contract want 256. The logits rows: logits_ldl
-// (pipeline/params.h).
+// vector loads and the top-k's own workspace contract want 256. The logits rows: min_logits_stride
+// (fp8dsa/indexer.h; num_keys <= INT32_MAX after validate_shape, so it cannot overflow).
 
 constexpr size_t kSizeOverflow = std::numeric_limits<size_t>::max();
 
@@ -43,7 +43,7 @@ struct WorkspacePlan {
   int64_t chunk_tokens = 0;  // the unfused path's logits rows: tokens scored and selected at a time
   size_t logits_offset = 0;
   size_t logits_bytes = 0;  // 0 on the fused path
-  int64_t ldl = 0;
+  int64_t logits_stride = 0;
   size_t indices_offset = 0;
   size_t indices_bytes = 0;
   size_t topk_offset = 0;
@@ -53,15 +53,15 @@ struct WorkspacePlan {
 
 // The top-k call of the unfused path, minus the workspace pointers (the size query depends on the
 // shape only).
-TopkParams topk_params_for(const PrefillParams& params, int64_t ldl, int64_t rows) {
+TopkParams topk_params_for(const PrefillParams& params, int64_t logits_stride, int64_t rows) {
   TopkParams topk;
   topk.num_rows = rows;
   topk.num_keys = params.indexer.num_keys;
-  topk.ldl = ldl;
+  topk.logits_stride = logits_stride;
   topk.ks = params.indexer.ks;
   topk.ke = params.indexer.ke;
   topk.k = params.topk;
-  topk.ld_indices = params.topk;
+  topk.indices_stride = params.topk;
   topk.sorted = false;  // attention does not care about order
   topk.stream = params.stream;
   return topk;
@@ -72,7 +72,7 @@ FusedTopkParams fused_params_for(const PrefillParams& params) {
   FusedTopkParams fused;
   fused.scores = params.indexer;
   fused.select.k = params.topk;
-  fused.select.ld_indices = params.topk;
+  fused.select.indices_stride = params.topk;
   fused.select.sorted = false;
   fused.stream = params.stream;
   return fused;
@@ -92,9 +92,9 @@ WorkspacePlan plan_workspace(const PrefillParams& params, int64_t chunk_tokens) 
   size_t offset = 0;
   if (!params.fused) {
     plan.chunk_tokens = chunk_tokens;
-    plan.ldl = detail::pipeline::logits_ldl(params.indexer.num_keys);
+    plan.logits_stride = min_logits_stride(params.indexer.num_keys);
     plan.logits_offset = offset;
-    plan.logits_bytes = checked_bytes(chunk_tokens, plan.ldl, sizeof(float));
+    plan.logits_bytes = checked_bytes(chunk_tokens, plan.logits_stride, sizeof(float));
     offset = add_saturating(offset, align_up(plan.logits_bytes));
   }
   plan.indices_offset = offset;
@@ -106,10 +106,10 @@ WorkspacePlan plan_workspace(const PrefillParams& params, int64_t chunk_tokens) 
   } else {
     // The top-k's workspace depends on its row count, not monotonically (only few rows use one):
     // enough for a whole chunk and for the last, shorter one.
-    plan.topk_bytes = topk_workspace_bytes(topk_params_for(params, plan.ldl, chunk_tokens));
+    plan.topk_bytes = topk_workspace_bytes(topk_params_for(params, plan.logits_stride, chunk_tokens));
     if (chunk_tokens > 0 && num_tokens % chunk_tokens != 0) {
-      plan.topk_bytes =
-          std::max(plan.topk_bytes, topk_workspace_bytes(topk_params_for(params, plan.ldl, num_tokens % chunk_tokens)));
+      const TopkParams last_chunk = topk_params_for(params, plan.logits_stride, num_tokens % chunk_tokens);
+      plan.topk_bytes = std::max(plan.topk_bytes, topk_workspace_bytes(last_chunk));
     }
   }
   offset = add_saturating(offset, align_up(plan.topk_bytes));
@@ -124,10 +124,10 @@ Status score_then_select(const PrefillParams& params, const WorkspacePlan& plan,
                          char* base) {
   IndexerParams indexer = params.indexer;
   indexer.logits = logits;
-  indexer.ldl = plan.ldl;
+  indexer.logits_stride = plan.logits_stride;
   indexer.fill_masked = false;  // top-k reads only [ks, ke)
   indexer.stream = params.stream;
-  TopkParams topk = topk_params_for(params, plan.ldl, plan.chunk_tokens);
+  TopkParams topk = topk_params_for(params, plan.logits_stride, plan.chunk_tokens);
   topk.logits = logits;
   topk.indices = indices;
   topk.workspace = plan.topk_bytes > 0 ? base + plan.topk_offset : nullptr;
@@ -238,7 +238,7 @@ Status detail::pipeline::select_in_chunks(const IndexerParams& indexer, const To
   if (chunk_tokens <= 0 && whole.num_tokens > 0) {
     return invalid_argument("prefill: the selection's token chunk must be positive");
   }
-  const int64_t ld_indices = topk.ld_indices > 0 ? topk.ld_indices : topk.k;
+  const int64_t indices_stride = topk.indices_stride > 0 ? topk.indices_stride : topk.k;
   const int64_t q_token_bytes = whole.q_token_stride * dtype_bytes(whole.q_dtype);
   for (int64_t t0 = 0; t0 < whole.num_tokens; t0 += chunk_tokens) {
     IndexerParams part = whole;
@@ -252,7 +252,7 @@ Status detail::pipeline::select_in_chunks(const IndexerParams& indexer, const To
     select.num_rows = part.num_tokens;
     select.ks = part.ks;
     select.ke = part.ke;
-    select.indices = topk.indices + t0 * ld_indices;
+    select.indices = topk.indices + t0 * indices_stride;
     if (topk.row_seq != nullptr) select.row_seq = topk.row_seq + t0;
     if (topk.row_pos_base != nullptr) select.row_pos_base = topk.row_pos_base + t0;
     FP8DSA_RETURN_IF_ERROR(fp8dsa::topk(select));

@@ -26,10 +26,10 @@ Status prefill_cpu_unguarded(const PrefillParams& params) {
   const int k = params.topk;
 
   // Rows padded to the indexer's 16-byte row alignment; never empty, so the pointers are non-null.
-  const int64_t ldl = std::max(kLogitsRowMultiple, logits_row_stride(num_keys));
+  const int64_t logits_stride = std::max(kLogitsRowMultiple, min_logits_stride(num_keys));
   const int64_t block = std::min(std::max<int64_t>(1, num_tokens),
-                                 std::max(kMinTokensPerBlock, kLogitsBlockFloats / ldl));
-  std::vector<float> logits(static_cast<size_t>(block * ldl));
+                                 std::max(kMinTokensPerBlock, kLogitsBlockFloats / logits_stride));
+  std::vector<float> logits(static_cast<size_t>(block * logits_stride));
   std::vector<int32_t> indices(static_cast<size_t>(std::max<int64_t>(1, num_tokens * k)));
   const int64_t q_bytes = dtype_bytes(index.q_dtype);
   for (int64_t t0 = 0; t0 < num_tokens; t0 += block) {
@@ -41,7 +41,7 @@ Status prefill_cpu_unguarded(const PrefillParams& params) {
     indexer.ks = index.ks + t0;
     indexer.ke = index.ke + t0;
     indexer.logits = logits.data();
-    indexer.ldl = ldl;
+    indexer.logits_stride = logits_stride;
     indexer.fill_masked = false;  // top-k reads only [ks, ke)
     FP8DSA_RETURN_IF_ERROR(indexer_logits_cpu(indexer));
 
@@ -49,12 +49,12 @@ Status prefill_cpu_unguarded(const PrefillParams& params) {
     topk.num_rows = rows;
     topk.num_keys = num_keys;
     topk.logits = logits.data();
-    topk.ldl = ldl;
+    topk.logits_stride = logits_stride;
     topk.ks = indexer.ks;
     topk.ke = indexer.ke;
     topk.k = k;
     topk.indices = indices.data() + t0 * k;
-    topk.ld_indices = k;
+    topk.indices_stride = k;
     FP8DSA_RETURN_IF_ERROR(topk_cpu(topk));
   }
 

@@ -10,8 +10,8 @@ namespace fp8dsa {
 
 TopkParams TopkParams::resolved() const {
   TopkParams r = *this;
-  if (r.ldl == 0) r.ldl = r.num_keys;
-  if (r.ld_indices == 0) r.ld_indices = r.k;
+  if (r.logits_stride == 0) r.logits_stride = r.num_keys;
+  if (r.indices_stride == 0) r.indices_stride = r.k;
   if (r.page_table_stride == 0) r.page_table_stride = r.pages_per_seq;
   return r;
 }
@@ -25,10 +25,10 @@ Status validate_unguarded(const TopkParams& params) {
   const TopkParams p = params.resolved();
 
   FP8DSA_RETURN_IF_ERROR(detail::topk::validate_shape(p));
-  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ldl", p.ldl, p.num_keys, "num_keys"));
-  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "ld_indices", p.ld_indices, p.k, "k"));
-  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_rows, p.ldl, 4));
-  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "indices", p.num_rows, p.ld_indices, 4));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "logits_stride", p.logits_stride, p.num_keys, "num_keys"));
+  FP8DSA_RETURN_IF_ERROR(check_at_least(kOp, "indices_stride", p.indices_stride, p.k, "k"));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "logits", p.num_rows, p.logits_stride, 4));
+  FP8DSA_RETURN_IF_ERROR(check_extent(kOp, "indices", p.num_rows, p.indices_stride, 4));
 
   const bool has_rows = p.num_rows > 0;
   FP8DSA_RETURN_IF_ERROR(check_required(kOp, "logits", p.logits, has_rows && p.num_keys > 0,

@@ -38,14 +38,14 @@ namespace {
 
 // Always returns the selection in descending score order (ties by ascending key), which satisfies
 // both the sorted and the unsorted contract; slots past the selection are -1 and columns
-// [k, ld_indices) are untouched.
+// [k, indices_stride) are untouched.
 Status topk_cpu_unguarded(const TopkParams& params) {
   FP8DSA_RETURN_IF_ERROR(validate(params));
   const TopkParams p = params.resolved();
   parallel_for(0, p.num_rows, [&](int64_t t) {
     const int64_t lo = std::clamp<int64_t>(p.ks[t], 0, p.num_keys);
     const int64_t hi = std::max(lo, std::clamp<int64_t>(p.ke[t], 0, p.num_keys));
-    const float* row = p.logits + t * p.ldl;
+    const float* row = p.logits + t * p.logits_stride;
     std::vector<Candidate> candidates;
     candidates.reserve(static_cast<size_t>(hi - lo));
     for (int64_t s = lo; s < hi; ++s) candidates.push_back({row[s], static_cast<int32_t>(s)});
@@ -56,7 +56,7 @@ Status topk_cpu_unguarded(const TopkParams& params) {
     if (middle != candidates.end()) std::nth_element(first, middle, candidates.end(), ranks_above);
     std::sort(first, middle, ranks_above);
 
-    int32_t* out = p.indices + t * p.ld_indices;
+    int32_t* out = p.indices + t * p.indices_stride;
     for (int64_t i = 0; i < selected; ++i) {
       const int32_t key = candidates[static_cast<size_t>(i)].key;
       out[i] = p.page_table != nullptr ? topk_page_transform(p, t, key) : key;

@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) 
   for (int64_t row = blockIdx.x; row < p.num_rows; row += gridDim.x) {
     const int64_t lo = clamp_bound(p.ks[row], p.num_keys);
     const int64_t hi = std::max(lo, clamp_bound(p.ke[row], p.num_keys));
-    const float* scores = p.logits + row * p.ldl;
+    const float* scores = p.logits + row * p.logits_stride;
     const int64_t take = std::min<int64_t>(p.k, hi - lo);
     const bool take_all = hi - lo <= p.k;
 
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kThreads) topk_reference_kernel(TopkParams p) 
       }
     }
 
-    int32_t* out = p.indices + row * p.ld_indices;
+    int32_t* out = p.indices + row * p.indices_stride;
     for (int slot = threadIdx.x; slot < p.k; slot += kThreads) {
       int32_t index = -1;
       if (slot < take) {

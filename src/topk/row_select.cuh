@@ -137,7 +137,7 @@ __device__ __forceinline__ void write_sorted_row(const TopkParams& p, int64_t ro
                                                  RowSmem<kThreads, kCandCap>& s) {
   using Smem = RowSmem<kThreads, kCandCap>;
   constexpr int kItems = Smem::kSortItems;
-  int32_t* out = p.indices + row * p.ld_indices;
+  int32_t* out = p.indices + row * p.indices_stride;
   const int k = p.k;
   uint32_t key[kItems];
   int32_t idx[kItems];
@@ -162,7 +162,7 @@ __device__ __forceinline__ void write_sorted_row(const TopkParams& p, int64_t ro
 template <int kThreads, int kCandCap>
 __device__ __forceinline__ void write_unsorted_row(const TopkParams& p, int64_t row, int64_t ks, uint32_t count,
                                                    RowSmem<kThreads, kCandCap>& s) {
-  int32_t* out = p.indices + row * p.ld_indices;
+  int32_t* out = p.indices + row * p.indices_stride;
   const int k = p.k;
   if (p.page_table == nullptr && k % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
     // Four slots a thread, 16-byte loads and stores (k = 2048: 512 vectors).

@@ -50,7 +50,7 @@ struct RowSample {
 
 __device__ __forceinline__ RowSample row_sample(const TopkParams& p, int64_t row) {
   const RowRange range = row_range(p, row);
-  RowSample r{p.logits + row * p.ldl + range.ks, range.len, 0u, 0};
+  RowSample r{p.logits + row * p.logits_stride + range.ks, range.len, 0u, 0};
   const uint32_t k = static_cast<uint32_t>(p.k);
   if (range.len > k && range.len > static_cast<uint32_t>(kFilterCandidateCap) &&
       range.len <= static_cast<uint32_t>(kFilterMaxChunks * kFilterChunkKeys) - 4u) {
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(kThreads, kThreads <= 256 ? 3 : 2) topk_filter
               s.row.out_idx[slot] = idx;
             });
           } else {
-            int32_t* out = p.indices + row * p.ld_indices;
+            int32_t* out = p.indices + row * p.indices_stride;
             select_candidates<kThreads>(k, found, num_chunks, s, [&](uint32_t slot, uint32_t, int32_t idx) {
               out[slot] = page_transform(p, row, static_cast<int32_t>(ks + idx));
             });

@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinCtas) topk_registe
   {
     const int64_t row = this_row();
     const RowRange range = row_range(p, row);
-    const float* first = p.logits + row * p.ldl + range.ks;
+    const float* first = p.logits + row * p.logits_stride + range.ks;
     if (range.len <= count) {
       stage_whole_row<kThreads>(p, first, range.len, s.row);
       count = range.len;

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 
   const int64_t row = blockIdx.x;
   const RowRange range = row_range(p, row);
-  const float* first = p.logits + row * p.ldl + range.ks;
+  const float* first = p.logits + row * p.logits_stride + range.ks;
   uint32_t count;
   if (range.len <= static_cast<uint32_t>(p.k)) {
     stage_whole_row<kThreads>(p, first, range.len, s);

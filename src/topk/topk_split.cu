@@ -43,7 +43,7 @@ struct Chunk {
 
 __device__ __forceinline__ Chunk chunk_of(const TopkParams& p, int64_t row, const RowRange& range) {
   Chunk c;
-  c.src = RowKeys::make(p.logits + row * p.ldl + range.ks, range.len);
+  c.src = RowKeys::make(p.logits + row * p.logits_stride + range.ks, range.len);
   const uint32_t per_chunk = (c.src.nvec + gridDim.x - 1) / gridDim.x;
   c.v_begin = min(c.src.nvec, blockIdx.x * per_chunk);
   c.v_end = min(c.src.nvec, c.v_begin + per_chunk);
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) split_write_kernel(const SplitArgs a
   const TopkParams& p = a.p;
   const int64_t row = blockIdx.y;
   const RowRange range = row_range(p, row);
-  int32_t* out = p.indices + row * p.ld_indices;
+  int32_t* out = p.indices + row * p.indices_stride;
   const uint32_t k = static_cast<uint32_t>(p.k);
   // Sorted output is mapped through the page table by the sort kernel, which needs raw indices.
   auto value = [&](uint32_t elem) {
@@ -180,8 +180,8 @@ __global__ void __launch_bounds__(kThreads) split_sort_kernel(const TopkParams p
   using Sort = cub::BlockRadixSort<uint32_t, kThreads, kItems, int32_t>;
   __shared__ typename Sort::TempStorage sort;
   const int64_t row = blockIdx.x;
-  int32_t* out = p.indices + row * p.ld_indices;
-  const float* logits = p.logits + row * p.ldl;
+  int32_t* out = p.indices + row * p.indices_stride;
+  const float* logits = p.logits + row * p.logits_stride;
   uint32_t key[kItems];
   int32_t idx[kItems];
 #pragma unroll

@@ -136,7 +136,7 @@ TEST(ParamsFuzz, Indexer) {
       {"num_tokens", setter(&P::num_tokens)},         {"num_keys", setter(&P::num_keys)},
       {"num_heads", setter(&P::num_heads)},           {"head_dim", setter(&P::head_dim)},
       {"q_token_stride", setter(&P::q_token_stride)}, {"w_token_stride", setter(&P::w_token_stride)},
-      {"k_row_stride", setter(&P::k_row_stride)},     {"ldl", setter(&P::ldl)},
+      {"k_row_stride", setter(&P::k_row_stride)},     {"logits_stride", setter(&P::logits_stride)},
   };
   const std::vector<Pointer<P>> pointers = {
       {"q", misaligner(&P::q)},   {"w", misaligner(&P::w)},   {"k", misaligner(&P::k)},
@@ -149,7 +149,7 @@ TEST(ParamsFuzz, Indexer) {
                                {"k", I(r.num_keys), I(r.k_row_stride), I(r.head_dim), 1},
                                {"k_scale", I(r.num_keys), 1, 1, 4},
                                {"ks / ke", I(r.num_tokens), 1, 1, 4},
-                               {"logits", I(r.num_tokens), I(r.ldl), I(r.num_keys), 4}};
+                               {"logits", I(r.num_tokens), I(r.logits_stride), I(r.num_keys), 4}};
   });
 }
 
@@ -163,9 +163,9 @@ TEST(ParamsFuzz, Topk) {
   const std::vector<Field<P>> fields = {
       {"num_rows", setter(&P::num_rows)},
       {"num_keys", setter(&P::num_keys)},
-      {"ldl", setter(&P::ldl)},
+      {"logits_stride", setter(&P::logits_stride)},
       {"k", setter(&P::k)},
-      {"ld_indices", setter(&P::ld_indices)},
+      {"indices_stride", setter(&P::indices_stride)},
       {"page_table_stride", setter(&P::page_table_stride)},
       {"num_seqs", setter(&P::num_seqs)},
       {"pages_per_seq", setter(&P::pages_per_seq)},
@@ -176,9 +176,9 @@ TEST(ParamsFuzz, Topk) {
       {"indices", misaligner(&P::indices)}, {"page_table", misaligner(&P::page_table)},
   };
   fuzz<P>(good, fields, pointers, [](const P& r) {
-    return std::vector<Extent>{{"logits", I(r.num_rows), I(r.ldl), I(r.num_keys), 4},
+    return std::vector<Extent>{{"logits", I(r.num_rows), I(r.logits_stride), I(r.num_keys), 4},
                                {"ks / ke", I(r.num_rows), 1, 1, 4},
-                               {"indices", I(r.num_rows), I(r.ld_indices), I(r.k), 4},
+                               {"indices", I(r.num_rows), I(r.indices_stride), I(r.k), 4},
                                {"page_table", I(r.num_seqs), I(r.page_table_stride), I(r.pages_per_seq), 4}};
   });
 }

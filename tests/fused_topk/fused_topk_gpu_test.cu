@@ -110,7 +110,7 @@ struct DeviceInputs {
 struct Selection {
   int k = 2048;
   bool sorted = false;
-  int64_t ld_extra = 3;  // ld_indices = k + ld_extra; the extra columns must stay untouched
+  int64_t ld_extra = 3;  // indices_stride = k + ld_extra; the extra columns must stay untouched
 };
 
 // The fused call's indices [T, k + ld_extra] (poisoned first; reruns bitwise equal).
@@ -120,8 +120,8 @@ std::vector<int32_t> run_fused(const Inputs& in, const DeviceInputs& d, const Se
   f.scores = d.params(in);
   f.select.k = sel.k;
   f.select.sorted = sel.sorted;
-  f.select.ld_indices = sel.k + sel.ld_extra;
-  DeviceBuffer<int32_t> indices(static_cast<size_t>(in.T * f.select.ld_indices));
+  f.select.indices_stride = sel.k + sel.ld_extra;
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(in.T * f.select.indices_stride));
   f.select.indices = indices.get();
   const size_t bytes = fused_topk_workspace_bytes(f);
   DeviceBuffer<uint8_t> workspace(bytes);
@@ -133,20 +133,21 @@ std::vector<int32_t> run_fused(const Inputs& in, const DeviceInputs& d, const Se
   std::vector<int32_t> got = indices.download();
   int64_t touched = 0;
   for (int64_t t = 0; t < in.T; ++t) {
-    for (int64_t c = sel.k; c < f.select.ld_indices; ++c) touched += !testing::is_poison(got[t * f.select.ld_indices + c]);
+    const int32_t* row = got.data() + t * f.select.indices_stride;
+    for (int64_t c = sel.k; c < f.select.indices_stride; ++c) touched += !testing::is_poison(row[c]);
   }
   EXPECT_EQ(touched, 0) << "columns past k were written";
   return got;
 }
 
-// The Q-resident scorer's logits [T, ldl] (the values the fused scorer ranks).
-std::vector<float> unfused_logits(const Inputs& in, const DeviceInputs& d, int64_t* ldl) {
-  *ldl = logits_row_stride(in.N);
-  DeviceBuffer<float> logits(static_cast<size_t>(std::max<int64_t>(1, in.T * *ldl)));
+// The Q-resident scorer's logits [T, logits_stride] (the values the fused scorer ranks).
+std::vector<float> unfused_logits(const Inputs& in, const DeviceInputs& d, int64_t* logits_stride) {
+  *logits_stride = min_logits_stride(in.N);
+  DeviceBuffer<float> logits(static_cast<size_t>(std::max<int64_t>(1, in.T * *logits_stride)));
   IndexerParams p = d.params(in);
   p.kernel = IndexerKernel::kQResident;
   p.logits = logits.get();
-  p.ldl = *ldl;
+  p.logits_stride = *logits_stride;
   p.fill_masked = true;
   EXPECT_TRUE(indexer_logits(p).is_ok());
   return logits.download();
@@ -154,11 +155,11 @@ std::vector<float> unfused_logits(const Inputs& in, const DeviceInputs& d, int64
 
 // Exact check against the unfused logits: the selection is the top-k of exactly those scores.
 void expect_exact_topk(const Inputs& in, const std::vector<int32_t>& got, const Selection& sel,
-                       const std::vector<float>& logits, int64_t ldl) {
+                       const std::vector<float>& logits, int64_t logits_stride) {
   tools::TopkCheckOptions o;
   o.rel_tol = 0.0;  // ties only between equal scores
   o.sorted = sel.sorted;
-  const tools::TopkCheck c = tools::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, logits.data(), ldl,
+  const tools::TopkCheck c = tools::check_topk(got.data(), sel.k + sel.ld_extra, sel.k, logits.data(), logits_stride,
                                                    in.T, in.N, in.ks.data(), in.ke.data(), o);
   EXPECT_TRUE(c.passed) << c.description;
 }
@@ -181,9 +182,9 @@ void check_against_unfused(const Inputs& in, const Selection& sel, bool with_f64
                std::to_string(in.D) + " k " + std::to_string(sel.k) + (sel.sorted ? " sorted" : ""));
   const DeviceInputs d(in);
   const std::vector<int32_t> got = run_fused(in, d, sel);
-  int64_t ldl = 0;
-  const std::vector<float> logits = unfused_logits(in, d, &ldl);
-  expect_exact_topk(in, got, sel, logits, ldl);
+  int64_t logits_stride = 0;
+  const std::vector<float> logits = unfused_logits(in, d, &logits_stride);
+  expect_exact_topk(in, got, sel, logits, logits_stride);
   if (!sel.sorted) expect_ascending_rows(in, got, sel);
   if (with_f64) {
     IndexerParams h = scorer_params(in, in.q.data(), in.w.data(), in.k.data(), in.k_scale.data(), in.ks.data(),
@@ -424,8 +425,8 @@ TEST(FusedTopkGpu, LargeCausal) {
   EXPECT_LT(fused_topk_workspace_bytes(f), static_cast<size_t>(T) * N * sizeof(float) / 2)
       << "the candidates must take far less than the logits they replace";
   const std::vector<int32_t> got = run_fused(in, d, sel);
-  int64_t ldl = 0;
-  const std::vector<float> logits = unfused_logits(in, d, &ldl);
+  int64_t logits_stride = 0;
+  const std::vector<float> logits = unfused_logits(in, d, &logits_stride);
   // Every 37th row and the last through the exact check.
   Inputs sample;
   sample.N = N;
@@ -438,10 +439,10 @@ TEST(FusedTopkGpu, LargeCausal) {
     sample.ks.push_back(in.ks[t]);
     sample.ke.push_back(in.ke[t]);
     rows_got.insert(rows_got.end(), got.begin() + t * sel.k, got.begin() + (t + 1) * sel.k);
-    rows_logits.insert(rows_logits.end(), logits.begin() + t * ldl, logits.begin() + (t + 1) * ldl);
+    rows_logits.insert(rows_logits.end(), logits.begin() + t * logits_stride, logits.begin() + (t + 1) * logits_stride);
   }
   sample.T = static_cast<int64_t>(sample.ks.size());
-  expect_exact_topk(sample, rows_got, sel, rows_logits, ldl);
+  expect_exact_topk(sample, rows_got, sel, rows_logits, logits_stride);
   expect_ascending_rows(sample, rows_got, sel);
 }
 

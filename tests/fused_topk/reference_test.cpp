@@ -1,6 +1,6 @@
 // reference::fused_topk_cpu against the two stage references run on the whole batch: the same
 // indices bit for bit, across its 64-row blocks, sorted and not, with a page table (each row its
-// own sequence, or row_seq / row_pos_base given) and ld_indices > k.
+// own sequence, or row_seq / row_pos_base given) and indices_stride > k.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -75,23 +75,23 @@ TEST(FusedTopkReference, EqualsTheTwoStageReferences) {
                      " k " + std::to_string(k));
         const int64_t ld = k + 3;
         // The unfused references on the whole batch.
-        const int64_t ldl = logits_row_stride(b.N);
-        std::vector<float> logits(static_cast<size_t>(b.T * ldl));
+        const int64_t logits_stride = min_logits_stride(b.N);
+        std::vector<float> logits(static_cast<size_t>(b.T * logits_stride));
         IndexerParams s = b.scores();
         s.logits = logits.data();
-        s.ldl = ldl;
+        s.logits_stride = logits_stride;
         ASSERT_TRUE(reference::indexer_logits_cpu(s).is_ok());
         std::vector<int32_t> want(static_cast<size_t>(b.T * ld), -777);
         TopkParams t;
         t.num_rows = b.T;
         t.num_keys = b.N;
         t.logits = logits.data();
-        t.ldl = ldl;
+        t.logits_stride = logits_stride;
         t.ks = s.ks;
         t.ke = s.ke;
         t.k = k;
         t.indices = want.data();
-        t.ld_indices = ld;
+        t.indices_stride = ld;
         t.sorted = sorted;
         set_paging(b, paging, &t);
         ASSERT_TRUE(reference::topk_cpu(t).is_ok());
@@ -101,7 +101,7 @@ TEST(FusedTopkReference, EqualsTheTwoStageReferences) {
         f.scores = b.scores();
         f.select.k = k;
         f.select.indices = got.data();
-        f.select.ld_indices = ld;
+        f.select.indices_stride = ld;
         f.select.sorted = sorted;
         set_paging(b, paging, &f.select);
         const Status st = reference::fused_topk_cpu(f);

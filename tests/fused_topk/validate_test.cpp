@@ -39,7 +39,7 @@ TEST(FusedTopkValidate, AcceptsGoodParams) {
   p.scores.kernel = IndexerKernel::kQResident;
   p.select.sorted = true;
   p.scores.logits = nullptr;  // ignored
-  p.scores.ldl = 3;           // ignored
+  p.scores.logits_stride = 3;           // ignored
   EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
 }
 
@@ -63,8 +63,8 @@ TEST(FusedTopkValidate, RejectsEachBadArgument) {
   p.select.indices = nullptr;
   expect_rejected(p, StatusCode::kInvalidArgument, "indices must not be null");
   p = good_params();
-  p.select.ld_indices = 100;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ld_indices");
+  p.select.indices_stride = 100;
+  expect_rejected(p, StatusCode::kInvalidArgument, "indices_stride");
   p = good_params();
   p.select.row_seq = at<const int32_t>(2048);
   expect_rejected(p, StatusCode::kInvalidArgument, "row_seq is given but page_table is null");

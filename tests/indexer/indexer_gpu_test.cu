@@ -59,7 +59,7 @@ std::vector<float> run_and_check(Problem& pr, IndexerKernel kernel, bool fill_ma
     for (int64_t t = 0; t < pr.host.num_tokens; ++t) {
       const int64_t lo = clamped(pr.ks[t], N), hi = std::max(lo, clamped(pr.ke[t], N));
       for (int64_t s = 0; s < N; ++s) {
-        const float v = got[t * pr.host.ldl + s];
+        const float v = got[t * pr.host.logits_stride + s];
         if ((s < lo || s >= hi) && !(std::isinf(v) && v < 0)) ++wrong;
       }
     }
@@ -67,7 +67,7 @@ std::vector<float> run_and_check(Problem& pr, IndexerKernel kernel, bool fill_ma
   }
   if (ref != nullptr) {
     const tools::IndexerCheck check =
-        tools::check_indexer_logits(got.data(), pr.host.ldl, ref->data(), pr.host.num_tokens,
+        tools::check_indexer_logits(got.data(), pr.host.logits_stride, ref->data(), pr.host.num_tokens,
                                       pr.host.num_keys, pr.ks.data(), pr.ke.data());
     EXPECT_TRUE(check.passed) << check.description;
     if (check.cells > 0) EXPECT_GT(check.max_abs_ref, 0.0);
@@ -161,7 +161,7 @@ TEST(IndexerFastGpu, SplitEpilogueWhereReluCutsMostHeads) {
         // The plain epilogues against SPEC 6 (run_and_check), the split one against its own bound.
         const std::vector<float> got = run_and_check(pr, kernel, false, split ? nullptr : &ref);
         const tools::IndexerCheck check = tools::check_indexer_logits(
-            got.data(), pr.host.ldl, ref.data(), s.num_tokens, s.num_keys, pr.ks.data(), pr.ke.data());
+            got.data(), pr.host.logits_stride, ref.data(), s.num_tokens, s.num_keys, pr.ks.data(), pr.ke.data());
         const double rel = check.max_abs_error / std::max(check.max_abs_ref, 1e-300);
         std::printf("  H=%d D=%d %-10s max abs error / max |ref| = %.2e, diff = %.2e\n", h, d,
                     indexer_kernel_name(kernel), rel, check.diff);
@@ -217,7 +217,7 @@ TEST(IndexerFastGpu, CausalWithCachePrefix) {
   for (int64_t t = 0; t < pr.host.num_tokens; ++t) {
     const int64_t lo = clamped(pr.ks[t], N), hi = std::max(lo, clamped(pr.ke[t], N));
     for (int64_t s = lo; s < hi; ++s) {
-      const double g = got[t * pr.host.ldl + s], r = ref[t * pr.host.ldl + s];
+      const double g = got[t * pr.host.logits_stride + s], r = ref[t * pr.host.logits_stride + s];
       if (!std::isfinite(g) || !std::isfinite(r)) {
         ++non_finite;
         continue;
@@ -330,8 +330,8 @@ TEST(IndexerFastGpu, BadArgumentsAreRefused) {
     bad.k_row_stride = 136;  // not a multiple of 16
     expect_invalid(bad, "k_row_stride");
     bad = ok;
-    bad.ldl = 255;
-    expect_invalid(bad, "ldl");
+    bad.logits_stride = 255;
+    expect_invalid(bad, "logits_stride");
     bad = ok;
     bad.q_dtype = DType::kBF16;
     expect_invalid(bad, "q");
@@ -444,7 +444,8 @@ TEST(IndexerFastGpu, QResidentVariants) {
         EXPECT_TRUE(testing::all_written(got, owned, "logits"));
         EXPECT_TRUE(testing::untouched_outside(got, owned, "logits"));
         const tools::IndexerCheck check = tools::check_indexer_logits(
-            got.data(), pr.host.ldl, ref.data(), pr.host.num_tokens, pr.host.num_keys, pr.ks.data(), pr.ke.data());
+            got.data(), pr.host.logits_stride, ref.data(), pr.host.num_tokens, pr.host.num_keys, pr.ks.data(),
+            pr.ke.data());
         EXPECT_TRUE(check.passed) << check.description;
         if (variant == 0) first = got;
         else EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)));

@@ -14,7 +14,7 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   const int64_t q_stride = int64_t{H} * D + (s.padded_strides ? s.q_pad : 0);
   const int64_t w_stride = H + (s.padded_strides ? s.w_pad : 0);
   const int64_t k_stride = D + (s.padded_strides ? s.k_pad : 0);
-  const int64_t ldl = logits_row_stride(N) + (s.padded_strides ? s.ldl_pad : 0);
+  const int64_t logits_stride = min_logits_stride(N) + (s.padded_strides ? s.ldl_pad : 0);
   pr->q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -s.qk_range, s.qk_range);
   pr->k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -s.qk_range, s.qk_range);
   pr->w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
@@ -37,7 +37,7 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   p.k_scale = pr->k_scale.data();
   p.ks = pr->ks.data();
   p.ke = pr->ke.data();
-  p.ldl = ldl;
+  p.logits_stride = logits_stride;
 
   pr->d_q = tools::DeviceBuffer<uint8_t>(pr->q);
   pr->d_k = tools::DeviceBuffer<uint8_t>(pr->k);
@@ -45,7 +45,7 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
   pr->d_k_scale = tools::DeviceBuffer<float>(pr->k_scale);
   pr->d_ks = tools::DeviceBuffer<int32_t>(pr->ks);
   pr->d_ke = tools::DeviceBuffer<int32_t>(pr->ke);
-  pr->d_logits = tools::DeviceBuffer<float>(static_cast<size_t>(T * ldl));
+  pr->d_logits = tools::DeviceBuffer<float>(static_cast<size_t>(T * logits_stride));
   IndexerParams& d = pr->device;
   d = p;
   d.q = pr->d_q.get();
@@ -60,11 +60,11 @@ void make_problem(const ProblemShape& s, std::vector<int32_t> ks, std::vector<in
 int64_t clamped(int32_t bound, int64_t n) { return std::clamp<int64_t>(bound, 0, n); }
 
 std::function<bool(size_t)> owned_cells(const IndexerProblem& pr, bool fill_masked) {
-  const int64_t ldl = pr.host.ldl, T = pr.host.num_tokens, N = pr.host.num_keys;
+  const int64_t logits_stride = pr.host.logits_stride, T = pr.host.num_tokens, N = pr.host.num_keys;
   const int32_t* ks = pr.ks.data();
   const int32_t* ke = pr.ke.data();
   return [=](size_t i) {
-    const int64_t t = static_cast<int64_t>(i) / ldl, s = static_cast<int64_t>(i) % ldl;
+    const int64_t t = static_cast<int64_t>(i) / logits_stride, s = static_cast<int64_t>(i) % logits_stride;
     if (t >= T || s >= N) return false;
     if (fill_masked) return true;
     const int64_t lo = clamped(ks[t], N);

@@ -89,7 +89,7 @@ void run_case(const IndexerCase& c, uint64_t seed) {
   if (::testing::Test::HasFatalFailure()) return;
 
   const tools::IndexerCheck check = tools::check_indexer_logits(
-      got.data(), pr.host.ldl, ref.data(), c.num_tokens, c.num_keys, pr.ks.data(),
+      got.data(), pr.host.logits_stride, ref.data(), c.num_tokens, c.num_keys, pr.ks.data(),
       pr.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   if (c.num_tokens > 0 && c.num_keys > 0 && check.cells > 0) EXPECT_GT(check.max_abs_ref, 0.0);
@@ -100,7 +100,7 @@ void run_case(const IndexerCase& c, uint64_t seed) {
       const int64_t lo = clamped(pr.ks[t], c.num_keys);
       const int64_t hi = std::max(lo, clamped(pr.ke[t], c.num_keys));
       for (int64_t s = 0; s < c.num_keys; ++s) {
-        const float v = got[t * pr.host.ldl + s];
+        const float v = got[t * pr.host.logits_stride + s];
         if ((s < lo || s >= hi) && !(std::isinf(v) && v < 0)) ++wrong;
       }
     }
@@ -173,7 +173,7 @@ TEST(IndexerReferenceGpu, CachePrefixBatchSampledTokens) {
     std::vector<double> ref;
     FP8DSA_ASSERT_STATUS_OK(reference::indexer_logits_cpu_f64(sample, &ref));
     const tools::IndexerCheck check = tools::check_indexer_logits(
-        got.data() + t0 * pr.host.ldl, pr.host.ldl, ref.data(), 1, N, sample.ks, sample.ke);
+        got.data() + t0 * pr.host.logits_stride, pr.host.logits_stride, ref.data(), 1, N, sample.ks, sample.ke);
     EXPECT_TRUE(check.passed) << "token " << t0 << ": " << check.description;
     EXPECT_EQ(check.cells, ke[t0] - ks[t0]);
   }
@@ -202,7 +202,7 @@ TEST(IndexerReferenceGpu, DispatcherRunsReferenceAndRejectsBadArguments) {
   EXPECT_EQ(reference::indexer_logits_gpu(bad).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(indexer_logits(bad).code(), StatusCode::kInvalidArgument);
   bad = pr.device;
-  bad.ldl = pr.host.num_keys - 1;
+  bad.logits_stride = pr.host.num_keys - 1;
   EXPECT_EQ(reference::indexer_logits_gpu(bad).code(), StatusCode::kInvalidArgument);
 }
 

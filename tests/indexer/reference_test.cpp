@@ -54,13 +54,13 @@ Problem make_problem(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges
   const int64_t q_stride = int64_t{H} * D + q_pad;
   const int64_t w_stride = H + w_pad;
   const int64_t k_stride = D + k_pad;
-  // Logit rows must be 16-byte aligned (validate), so odd N always gets a padded ldl.
-  const int64_t ldl = logits_row_stride(N) + ldl_pad;
+  // Logit rows must be 16-byte aligned (validate), so odd N always gets a padded logits_stride.
+  const int64_t logits_stride = min_logits_stride(N) + ldl_pad;
   pr.q = tools::random_e4m3(static_cast<size_t>(T * q_stride), seed, -4.0f, 4.0f);
   pr.k = tools::random_e4m3(static_cast<size_t>(N * k_stride), seed + 1, -4.0f, 4.0f);
   pr.w = tools::random_f32(static_cast<size_t>(T * w_stride), seed + 2, -1.0f, 1.0f);
   pr.k_scale = tools::random_f32(static_cast<size_t>(N), seed + 3, 0.01f, 2.0f);
-  pr.logits.assign(static_cast<size_t>(T * ldl), kSentinel);
+  pr.logits.assign(static_cast<size_t>(T * logits_stride), kSentinel);
   pr.ranges = std::move(ranges);
   IndexerParams& p = pr.params;
   p.num_tokens = T;
@@ -77,7 +77,7 @@ Problem make_problem(int64_t T, int64_t N, int H, int D, tools::KeyRanges ranges
   p.ks = pr.ranges.ks.data();
   p.ke = pr.ranges.ke.data();
   p.logits = pr.logits.data();
-  p.ldl = ldl == N ? 0 : ldl;
+  p.logits_stride = logits_stride == N ? 0 : logits_stride;
   return pr;
 }
 
@@ -94,7 +94,7 @@ struct HandCase {
   std::vector<float> k_scale = {0.25f, 2.0f, 1.0f};
   std::vector<int32_t> ks = {0, 1};
   std::vector<int32_t> ke = {3, 3};
-  std::vector<float> logits = std::vector<float>(2 * 4, kSentinel);  // ldl 4
+  std::vector<float> logits = std::vector<float>(2 * 4, kSentinel);  // logits_stride 4
   IndexerParams params;
 
   HandCase() {
@@ -128,7 +128,7 @@ struct HandCase {
     params.ks = ks.data();
     params.ke = ke.data();
     params.logits = logits.data();
-    params.ldl = 4;
+    params.logits_stride = 4;
   }
 };
 
@@ -242,15 +242,15 @@ TEST_P(IndexerReferenceShapes, MatchesNaiveFormula) {
   std::vector<double> ref;
   ASSERT_TRUE(reference::indexer_logits_cpu_f64(pr.params, &ref).is_ok());
 
-  const int64_t ldl = pr.params.ldl ? pr.params.ldl : s.N;
+  const int64_t logits_stride = pr.params.logits_stride ? pr.params.logits_stride : s.N;
   // The naive formula is single-threaded and slow: on the big shapes, cross-check a sample of rows.
   const int64_t naive_row_step = std::max<int64_t>(1, s.T * s.N * s.H * s.D / 20'000'000);
   int64_t in_range = 0;
   for (int64_t t = 0; t < s.T; ++t) {
     const int64_t lo = std::clamp<int64_t>(pr.ranges.ks[t], 0, s.N);
     const int64_t hi = std::max(lo, std::clamp<int64_t>(pr.ranges.ke[t], 0, s.N));
-    for (int64_t c = 0; c < ldl; ++c) {
-      const float got = pr.logits[t * ldl + c];
+    for (int64_t c = 0; c < logits_stride; ++c) {
+      const float got = pr.logits[t * logits_stride + c];
       if (c >= lo && c < hi) {
         ++in_range;
         if (t % naive_row_step == 0) {
@@ -273,7 +273,7 @@ TEST_P(IndexerReferenceShapes, MatchesNaiveFormula) {
 
   // The f32 output passes the SPEC 6 check against the f64 reference (it is its rounding).
   const tools::IndexerCheck check = tools::check_indexer_logits(
-      pr.logits.data(), ldl, ref.data(), s.T, s.N, pr.ranges.ks.data(), pr.ranges.ke.data());
+      pr.logits.data(), logits_stride, ref.data(), s.T, s.N, pr.ranges.ks.data(), pr.ranges.ke.data());
   EXPECT_TRUE(check.passed) << check.description;
   EXPECT_EQ(check.cells, in_range);
 }
@@ -342,7 +342,7 @@ TEST(IndexerReference, OutOfMemoryIsAStatus) {
   Problem pr = make_problem(1, 4, 4, 128, tools::KeyRanges{{0}, {4}}, 11);
   pr.params.num_tokens = std::numeric_limits<int32_t>::max();
   pr.params.num_keys = (int64_t{1} << 30) - 4096;
-  pr.params.ldl = 0;
+  pr.params.logits_stride = 0;
   std::vector<double> logits;
   const Status s = reference::indexer_logits_cpu_f64(pr.params, &logits);
   EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();

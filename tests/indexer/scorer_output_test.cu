@@ -1,10 +1,11 @@
-// The scorer's Output contract (indexer/scorer_output.h) holds for both policies and catches a
-// policy that lacks a member: compile-time checks.
+// The scorer's Output contract (indexer/scorer_output.h) holds for both policies, finds the
+// sampled prefix where there is one, and catches a policy that lacks a member or half the
+// sampling hooks: compile-time checks.
 #include <gtest/gtest.h>
 
 #include "fused_topk/candidate_output.cuh"
 #include "indexer/config.h"
-#include "indexer/q_resident_scorer.cuh"
+#include "indexer/logits_output.cuh"
 #include "indexer/scorer_output.h"
 
 // Named (not anonymous) so that the members the checks never call raise no unused warnings.
@@ -16,7 +17,7 @@ using Cfg = QResidentConfig<64, 128, 256, 2, 8, true>;
 struct NoConsumer {
   using Args = LogitsOutput::Args;
   static constexpr int kSmemBytesPerConsumer = 0;
-  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kSamples = false, kEarlyDependents = false;
+  static constexpr bool kNeedsOwnTokens = false, kDeferStore = false, kEarlyDependents = false;
   template <class C>
   static Status prepare(const IndexerParams&, Args*) { return Status::ok(); }
   __device__ static bool token_active(const Args&, int64_t, int, int) { return true; }
@@ -33,17 +34,23 @@ struct NoFinish : NoConsumer {
   __device__ void end_tile() {}
 };
 
-// A sampling policy without its sampling hooks.
-struct SamplesWithoutHooks : LogitsOutput {
-  static constexpr bool kSamples = true;
+// Half a sampled prefix: sample_range() without its Consumer's end_sample().
+struct SampleRangeOnly : LogitsOutput {
+  template <class Epi>
+  using Consumer = SampleRangeOnly;
   using LogitsOutput::LogitsOutput;
+  __device__ static void sample_range(const Args&, int, int, int*, int*, int*) {}
 };
 
 static_assert(ScorerOutput<LogitsOutput, Cfg>);
 static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<false>, Cfg>);
 static_assert(ScorerOutput<detail::fused_topk::CandidateOutput<true>, Cfg>);
 static_assert(!ScorerOutput<NoFinish, Cfg>);
-static_assert(!ScorerOutput<SamplesWithoutHooks, Cfg>);
+static_assert(!ScorerOutput<SampleRangeOnly, Cfg>);
+
+static_assert(!SampledPrefix<LogitsOutput, Cfg>);
+static_assert(!SampledPrefix<detail::fused_topk::CandidateOutput<false>, Cfg>);
+static_assert(SampledPrefix<detail::fused_topk::CandidateOutput<true>, Cfg>);
 
 static_assert(!ScorerOutput<NoConsumer, Cfg>);
 

@@ -39,7 +39,7 @@ TEST(IndexerValidate, AcceptsGoodParams) {
   p.q_token_stride = 64 * 128 + 16;
   p.w_token_stride = 65;
   p.k_row_stride = 144;
-  p.ldl = 304;
+  p.logits_stride = 304;
   EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
 }
 
@@ -51,10 +51,10 @@ TEST(IndexerValidate, ResolvedFillsPackedStrides) {
   EXPECT_EQ(r.q_token_stride, 16 * 64);
   EXPECT_EQ(r.w_token_stride, 16);
   EXPECT_EQ(r.k_row_stride, 64);
-  EXPECT_EQ(r.ldl, 300);
-  p.ldl = 512;
+  EXPECT_EQ(r.logits_stride, 300);
+  p.logits_stride = 512;
   p.k_row_stride = 80;
-  EXPECT_EQ(p.resolved().ldl, 512);  // non-zero strides are kept
+  EXPECT_EQ(p.resolved().logits_stride, 512);  // non-zero strides are kept
   EXPECT_EQ(p.resolved().k_row_stride, 80);
 }
 
@@ -86,7 +86,7 @@ TEST(IndexerValidate, RejectsBadSizes) {
   expect_rejected(p, StatusCode::kInvalidArgument, "num_keys (-5)");
   p = good_params();
   p.num_keys = int64_t{1} << 40;
-  p.ldl = 0;
+  p.logits_stride = 0;
   expect_rejected(p, StatusCode::kInvalidArgument, "num_keys");
 }
 
@@ -138,28 +138,28 @@ TEST(IndexerValidate, RejectsBadKStride) {
 
 TEST(IndexerValidate, RejectsBadLdl) {
   IndexerParams p = good_params();
-  p.ldl = 299;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (299) must be >= num_keys (300)");
-  p.ldl = 302;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (302) must be a multiple of 4");
-  expect_rejected(p, StatusCode::kInvalidArgument, "pass ldl = 304");
+  p.logits_stride = 299;
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits_stride (299) must be >= num_keys (300)");
+  p.logits_stride = 302;
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits_stride (302) must be a multiple of 4");
+  expect_rejected(p, StatusCode::kInvalidArgument, "pass logits_stride = 304");
 }
 
 TEST(IndexerValidate, PackedLdlMessageSaysWhatWasPassedAndWhatToPass) {
-  // ldl = 0 means packed; with N % 4 != 0 a packed row is not 16-byte aligned. The message names
+  // logits_stride = 0 means packed; with N % 4 != 0 a packed row is not 16-byte aligned. The message names
   // the 0 the caller passed, not the resolved N.
   IndexerParams p = good_params();
   p.num_keys = 301;
-  p.ldl = 0;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (0, i.e. packed = num_keys = 301) must be a multiple of 4");
-  expect_rejected(p, StatusCode::kInvalidArgument, "pass ldl = 304 (num_keys rounded up to a multiple of 4)");
-  p.ldl = 304;
+  p.logits_stride = 0;
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits_stride (0, i.e. packed = num_keys = 301) must be a multiple of 4");
+  expect_rejected(p, StatusCode::kInvalidArgument, "pass logits_stride = 304 (num_keys rounded up to a multiple of 4)");
+  p.logits_stride = 304;
   EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
 }
 
 TEST(IndexerValidate, HugeLdlIsRejectedWithoutOverflow) {
   IndexerParams p = good_params();
-  p.ldl = std::numeric_limits<int64_t>::max();
+  p.logits_stride = std::numeric_limits<int64_t>::max();
   expect_rejected(p, StatusCode::kInvalidArgument, "must be a multiple of 4");
 }
 
@@ -209,7 +209,7 @@ TEST(IndexerValidate, RejectsExtentOverflow) {
   expect_rejected(p, StatusCode::kInvalidArgument, "q extent");
   p = good_params();
   p.num_tokens = 1'000'000;
-  p.ldl = int64_t{1} << 42;  // 10^6 * 2^42 * 4 bytes overflows int64
+  p.logits_stride = int64_t{1} << 42;  // 10^6 * 2^42 * 4 bytes overflows int64
   expect_rejected(p, StatusCode::kInvalidArgument, "logits extent");
 }
 

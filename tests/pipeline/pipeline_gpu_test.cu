@@ -117,7 +117,7 @@ TEST(PrefillGpu, MatchesCpuReferencesStageByStage) {
   DeviceBuffer<float> d_logits(pb.t * pb.n);
   IndexerParams ix = p.indexer;
   ix.logits = d_logits.get();
-  ix.ldl = pb.n;
+  ix.logits_stride = pb.n;
   FP8DSA_ASSERT_STATUS_OK(indexer_logits(ix));
   FP8DSA_ASSERT_CUDA(cudaDeviceSynchronize());
   const std::vector<float> logits = d_logits.download();
@@ -165,18 +165,18 @@ TEST(PrefillGpu, MatchesStagesRunOneByOneAndReruns) {
       {testing::rerun_output(whole.out, "out"), testing::rerun_output(whole.lse, "lse"),
        testing::rerun_output(whole.max_logits, "max_logits")}));
 
-  const int64_t ldl = logits_row_stride(pb.n);
-  DeviceBuffer<float> logits(pb.t * ldl);
+  const int64_t logits_stride = min_logits_stride(pb.n);
+  DeviceBuffer<float> logits(pb.t * logits_stride);
   DeviceBuffer<int32_t> indices(pb.t * kTopk);
   IndexerParams ix = p.indexer;
   ix.logits = logits.get();
-  ix.ldl = ldl;
+  ix.logits_stride = logits_stride;
   FP8DSA_ASSERT_STATUS_OK(indexer_logits(ix));
   TopkParams tk;
   tk.num_rows = pb.t;
   tk.num_keys = pb.n;
   tk.logits = logits.get();
-  tk.ldl = ldl;
+  tk.logits_stride = logits_stride;
   tk.ks = pb.d_ks.get();
   tk.ke = pb.d_ke.get();
   tk.k = kTopk;

@@ -138,14 +138,14 @@ TEST(PrefillReference, MatchesStageChain) {
   std::vector<float> logits(kT * 304);
   IndexerParams ip = p.params.indexer;
   ip.logits = logits.data();
-  ip.ldl = 304;
+  ip.logits_stride = 304;
   ASSERT_TRUE(reference::indexer_logits_cpu(ip).is_ok());
   std::vector<int32_t> indices(kT * kTopk);
   TopkParams tp;
   tp.num_rows = kT;
   tp.num_keys = kN;
   tp.logits = logits.data();
-  tp.ldl = 304;
+  tp.logits_stride = 304;
   tp.ks = p.ks.data();
   tp.ke = p.ke.data();
   tp.k = kTopk;

@@ -59,7 +59,7 @@ TEST(PrefillValidate, AcceptsGoodParams) {
 TEST(PrefillValidate, IgnoresFieldsThePipelineFills) {
   PrefillParams p = good_params();
   p.indexer.logits = nullptr;
-  p.indexer.ldl = 3;                // would fail validate(IndexerParams)
+  p.indexer.logits_stride = 3;                // would fail validate(IndexerParams)
   p.attention.indices = nullptr;
   p.attention.indices_stride = 5;   // would fail validate(SparseMlaParams)
   p.attention.topk = 100;           // would fail validate(SparseMlaParams)

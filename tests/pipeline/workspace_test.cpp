@@ -49,9 +49,9 @@ size_t expected_unfused_bytes(const PrefillParams& p) {
   TopkParams topk;
   topk.num_rows = p.indexer.num_tokens;
   topk.num_keys = p.indexer.num_keys;
-  topk.ldl = 1076;
+  topk.logits_stride = 1076;
   topk.k = p.topk;
-  topk.ld_indices = p.topk;
+  topk.indices_stride = p.topk;
   return align256(179 * 1076 * 4) + align256(size_t{179} * p.topk * 4) + align256(topk_workspace_bytes(topk));
 }
 
@@ -85,14 +85,14 @@ TEST(PrefillWorkspace, EmptyBatchNeedsOnlyTheTopkWorkspace) {
   TopkParams topk;
   topk.num_rows = 0;
   topk.num_keys = 1075;
-  topk.ldl = 1076;
+  topk.logits_stride = 1076;
   topk.k = 512;
-  topk.ld_indices = 512;
+  topk.indices_stride = 512;
   EXPECT_EQ(prefill_workspace_bytes(p), align256(topk_workspace_bytes(topk)));
 }
 
 TEST(PrefillWorkspace, SaturatesInsteadOfOverflowing) {
-  // The largest valid shape: T * ldl * 4 = (2^31 - 1) * 2^31 * 4 plus the indices exceeds 64 bits.
+  // The largest valid shape: T * logits_stride * 4 = (2^31 - 1) * 2^31 * 4 plus the indices exceeds 64 bits.
   // The number saturates, the Status form says why; neither wraps.
   PrefillParams p = small_params();
   p.indexer.num_tokens = std::numeric_limits<int32_t>::max();
@@ -212,9 +212,9 @@ TEST(PrefillWorkspace, ChunkedSelectionHoldsOneChunksLogits) {
   TopkParams topk;
   topk.num_rows = 50;
   topk.num_keys = 1075;
-  topk.ldl = 1076;
+  topk.logits_stride = 1076;
   topk.k = p.topk;
-  topk.ld_indices = p.topk;
+  topk.indices_stride = p.topk;
   TopkParams last = topk;  // 179 = 3 x 50 + 29
   last.num_rows = 29;
   const size_t topk_bytes = std::max(topk_workspace_bytes(topk), topk_workspace_bytes(last));

@@ -26,20 +26,20 @@ using tools::DeviceBuffer;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Host rows of one top-k problem: [num_rows, ldl] logits and the per-row ranges.
+// Host rows of one top-k problem: [num_rows, logits_stride] logits and the per-row ranges.
 struct TopkProblem {
   int64_t num_keys = 0;
-  int64_t ldl = 0;
+  int64_t logits_stride = 0;
   std::vector<float> logits;
   std::vector<int32_t> ks, ke;
 
-  TopkProblem(int64_t n, uint64_t seed, int64_t num_rows) : num_keys(n), ldl(n + 4) {
-    logits = tools::random_f32(static_cast<size_t>(num_rows * ldl), seed, -8.0f, 8.0f);
+  TopkProblem(int64_t n, uint64_t seed, int64_t num_rows) : num_keys(n), logits_stride(n + 4) {
+    logits = tools::random_f32(static_cast<size_t>(num_rows * logits_stride), seed, -8.0f, 8.0f);
     ks.assign(static_cast<size_t>(num_rows), 0);
     ke.assign(static_cast<size_t>(num_rows), 0);
   }
   int64_t rows() const { return static_cast<int64_t>(ks.size()); }
-  float* row(int64_t t) { return logits.data() + t * ldl; }
+  float* row(int64_t t) { return logits.data() + t * logits_stride; }
   void set_range(int64_t t, int64_t lo, int64_t hi) {
     ks[t] = static_cast<int32_t>(lo);
     ke[t] = static_cast<int32_t>(hi);
@@ -51,13 +51,13 @@ TopkParams host_params(TopkProblem& pb, int k, bool sorted, std::vector<int32_t>
   p.num_rows = pb.rows();
   p.num_keys = pb.num_keys;
   p.logits = pb.logits.data();
-  p.ldl = pb.ldl;
+  p.logits_stride = pb.logits_stride;
   p.ks = pb.ks.data();
   p.ke = pb.ke.data();
   p.k = k;
-  p.ld_indices = k + 3;
+  p.indices_stride = k + 3;
   p.sorted = sorted;
-  indices->assign(static_cast<size_t>(pb.rows() * p.ld_indices), -7);
+  indices->assign(static_cast<size_t>(pb.rows() * p.indices_stride), -7);
   p.indices = indices->data();
   return p;
 }
@@ -66,7 +66,7 @@ TopkParams host_params(TopkProblem& pb, int k, bool sorted, std::vector<int32_t>
 std::vector<int32_t> run_gpu(const TopkParams& host, TopkProblem& pb) {
   DeviceBuffer<float> d_logits(pb.logits);
   DeviceBuffer<int32_t> d_ks(pb.ks), d_ke(pb.ke);
-  DeviceBuffer<int32_t> d_indices(static_cast<size_t>(host.num_rows * host.ld_indices));
+  DeviceBuffer<int32_t> d_indices(static_cast<size_t>(host.num_rows * host.indices_stride));
   TopkParams d = host;
   d.logits = d_logits.get();
   d.ks = d_ks.get();
@@ -75,7 +75,7 @@ std::vector<int32_t> run_gpu(const TopkParams& host, TopkProblem& pb) {
   EXPECT_TRUE(testing::reruns_bitwise_equal([&] { return reference::topk_gpu(d); },
                                             {testing::rerun_output(d_indices, "indices")}));
   std::vector<int32_t> got = d_indices.download();
-  const auto owned = testing::matrix_cells(host.num_rows, host.ld_indices, host.k);
+  const auto owned = testing::matrix_cells(host.num_rows, host.indices_stride, host.k);
   EXPECT_TRUE(testing::all_written(got, owned, "indices"));
   EXPECT_TRUE(testing::untouched_outside(got, owned, "indices"));
   return got;
@@ -94,14 +94,14 @@ void check_against_cpu(TopkProblem& pb, int k, bool sorted, const std::string& w
   options.rel_tol = 0.0;  // the same f32 scores: only exact ties may swap
   options.sorted = sorted;
   const tools::TopkCheck check =
-      tools::check_topk(got.data(), host.ld_indices, k, pb.logits.data(), pb.ldl, pb.rows(),
+      tools::check_topk(got.data(), host.indices_stride, k, pb.logits.data(), pb.logits_stride, pb.rows(),
                           pb.num_keys, pb.ks.data(), pb.ke.data(), options);
   EXPECT_TRUE(check.passed) << check.description;
 
   int64_t mismatched_rows = 0;
   for (int64_t t = 0; t < pb.rows(); ++t) {
-    std::vector<int32_t> a(got.begin() + t * host.ld_indices, got.begin() + t * host.ld_indices + k);
-    std::vector<int32_t> b(cpu.begin() + t * host.ld_indices, cpu.begin() + t * host.ld_indices + k);
+    std::vector<int32_t> a(got.begin() + t * host.indices_stride, got.begin() + t * host.indices_stride + k);
+    std::vector<int32_t> b(cpu.begin() + t * host.indices_stride, cpu.begin() + t * host.indices_stride + k);
     if (!sorted) {
       std::sort(a.begin(), a.end());
       std::sort(b.begin(), b.end());
@@ -226,7 +226,7 @@ TEST(TopkReferenceGpu, PageTableTransform) {
       int64_t wrong = 0, negative = 0, positive = 0;
       for (int64_t t = 0; t < pb.rows(); ++t) {
         for (int slot = 0; slot < paged.k; ++slot) {
-          const int64_t i = t * paged.ld_indices + slot;
+          const int64_t i = t * paged.indices_stride + slot;
           const int32_t expected = reference::topk_page_transform(resolved, t, keys[i]);
           wrong += got[i] != expected;
           (expected < 0 ? negative : positive) += keys[i] >= 0;

@@ -29,9 +29,9 @@ struct Rows {
   TopkParams params;
 
   Rows(int64_t num_rows, int64_t num_keys, int k, std::vector<float> values, std::vector<int32_t> ks_,
-       std::vector<int32_t> ke_, int64_t ld_indices = 0)
+       std::vector<int32_t> ke_, int64_t indices_stride = 0)
       : logits(std::move(values)), ks(std::move(ks_)), ke(std::move(ke_)) {
-    const int64_t ld = ld_indices ? ld_indices : k;
+    const int64_t ld = indices_stride ? indices_stride : k;
     indices.assign(static_cast<size_t>(num_rows * ld), kUntouched);
     params.num_rows = num_rows;
     params.num_keys = num_keys;
@@ -40,10 +40,10 @@ struct Rows {
     params.ke = ke.data();
     params.k = k;
     params.indices = indices.data();
-    params.ld_indices = ld_indices;
+    params.indices_stride = indices_stride;
   }
   std::vector<int32_t> row(int64_t t) const {
-    const int64_t ld = params.ld_indices ? params.ld_indices : params.k;
+    const int64_t ld = params.indices_stride ? params.indices_stride : params.k;
     return {indices.begin() + t * ld, indices.begin() + t * ld + params.k};
   }
 };
@@ -80,7 +80,7 @@ TEST(TopkReference, TenElementRow) {
 }
 
 TEST(TopkReference, LeavesColumnsPastKAlone) {
-  Rows r(2, 10, 3, {}, {0, 0}, {10, 1}, /*ld_indices=*/5);
+  Rows r(2, 10, 3, {}, {0, 0}, {10, 1}, /*indices_stride=*/5);
   r.logits = kTenScores;
   r.logits.insert(r.logits.end(), kTenScores.begin(), kTenScores.end());
   r.params.logits = r.logits.data();
@@ -89,12 +89,12 @@ TEST(TopkReference, LeavesColumnsPastKAlone) {
 }
 
 TEST(TopkReference, RowStrideLdl) {
-  // ldl 12 > N 10: columns 10 and 11 hold huge scores that are not keys.
+  // logits_stride 12 > N 10: columns 10 and 11 hold huge scores that are not keys.
   std::vector<float> values = kTenScores;
   values.push_back(1e30f);
   values.push_back(1e30f);
   Rows r(1, 10, 3, values, {0}, {12});
-  r.params.ldl = 12;
+  r.params.logits_stride = 12;
   ASSERT_TRUE(reference::topk_cpu(r.params).is_ok());
   EXPECT_EQ(r.row(0), (std::vector<int32_t>{2, 4, 7}));
 }

@@ -40,25 +40,26 @@ using testing::topk_order_key;
 // One top-k problem on the host.
 struct Problem {
   int64_t num_keys = 0;
-  int64_t ldl = 0;
+  int64_t logits_stride = 0;
   int k = 2048;
-  int64_t ld_indices = 0;
+  int64_t indices_stride = 0;
   bool sorted = false;
-  std::vector<float> logits;  // [rows, ldl]
+  std::vector<float> logits;  // [rows, logits_stride]
   std::vector<int32_t> ks, ke;
   // Page table (empty: no transform).
   std::vector<int32_t> page_table, row_seq, row_pos_base;
   int64_t page_table_stride = 0;
   int pages_per_seq = 0, page_size = 0;
 
-  Problem(int64_t rows, int64_t n, int64_t row_stride, int k_, uint64_t seed) : num_keys(n), ldl(row_stride), k(k_) {
-    ld_indices = k + 5;
-    logits = tools::random_f32(static_cast<size_t>(rows * ldl), seed, -6.0f, 6.0f);
+  Problem(int64_t rows, int64_t n, int64_t row_stride, int k_, uint64_t seed)
+      : num_keys(n), logits_stride(row_stride), k(k_) {
+    indices_stride = k + 5;
+    logits = tools::random_f32(static_cast<size_t>(rows * logits_stride), seed, -6.0f, 6.0f);
     ks.assign(static_cast<size_t>(rows), 0);
     ke.assign(static_cast<size_t>(rows), static_cast<int32_t>(n));
   }
   int64_t rows() const { return static_cast<int64_t>(ks.size()); }
-  float* row(int64_t t) { return logits.data() + t * ldl; }
+  float* row(int64_t t) { return logits.data() + t * logits_stride; }
   void set_range(int64_t t, int64_t lo, int64_t hi) {
     ks[t] = static_cast<int32_t>(lo);
     ke[t] = static_cast<int32_t>(hi);
@@ -72,12 +73,12 @@ struct Problem {
     p.num_rows = rows();
     p.num_keys = num_keys;
     p.logits = l;
-    p.ldl = ldl;
+    p.logits_stride = logits_stride;
     p.ks = s;
     p.ke = e;
     p.k = k;
     p.indices = out;
-    p.ld_indices = ld_indices;
+    p.indices_stride = indices_stride;
     p.sorted = sorted;
     if (paged()) {
       p.page_table = table;
@@ -90,7 +91,7 @@ struct Problem {
     return p;
   }
   TopkParams host_params(std::vector<int32_t>* out) const {
-    out->assign(static_cast<size_t>(rows() * ld_indices), -7);
+    out->assign(static_cast<size_t>(rows() * indices_stride), -7);
     return params(logits.data(), ks.data(), ke.data(), out->data(), page_table.data(), row_seq.data(),
                   row_pos_base.data());
   }
@@ -138,7 +139,7 @@ std::vector<Path> paths_for(const Problem& pb) {
 }
 
 // The problem's device copies; run() poisons the output, launches one path and returns the whole
-// [rows, ld_indices] output after checking the poison (slots [0, k) written, the rest untouched).
+// [rows, indices_stride] output after checking the poison (slots [0, k) written, the rest untouched).
 struct DeviceProblem {
   const Problem& pb;
   DeviceBuffer<float> logits;
@@ -146,7 +147,7 @@ struct DeviceProblem {
   DeviceBuffer<uint8_t> workspace;
 
   explicit DeviceProblem(const Problem& p)
-      : pb(p), logits(p.logits), ks(p.ks), ke(p.ke), out(static_cast<size_t>(p.rows() * p.ld_indices)),
+      : pb(p), logits(p.logits), ks(p.ks), ke(p.ke), out(static_cast<size_t>(p.rows() * p.indices_stride)),
         table(p.page_table.empty() ? std::vector<int32_t>{0} : p.page_table),
         seq(p.row_seq.empty() ? std::vector<int32_t>{0} : p.row_seq),
         base(p.row_pos_base.empty() ? std::vector<int32_t>{0} : p.row_pos_base),
@@ -181,7 +182,7 @@ struct DeviceProblem {
     const Status st = launch(path, paged);
     EXPECT_TRUE(st.is_ok()) << path.name << ": " << st.to_string();
     std::vector<int32_t> host = out.download();
-    const auto cells = testing::matrix_cells(pb.rows(), pb.ld_indices, pb.k);
+    const auto cells = testing::matrix_cells(pb.rows(), pb.indices_stride, pb.k);
     EXPECT_TRUE(testing::all_written(host, cells, "indices")) << path.name;
     EXPECT_TRUE(testing::untouched_outside(host, cells, "indices")) << path.name;
     return host;
@@ -194,10 +195,10 @@ void expect_same_selection(const Problem& pb, const std::vector<int32_t>& got, c
                            const std::string& what) {
   int reported = 0;
   for (int64_t t = 0; t < pb.rows(); ++t) {
-    const float* row = pb.logits.data() + t * pb.ldl;
+    const float* row = pb.logits.data() + t * pb.logits_stride;
     std::vector<int32_t> g, r;
     for (int j = 0; j < pb.k; ++j) {
-      const int32_t a = got[t * pb.ld_indices + j], b = ref[t * pb.ld_indices + j];
+      const int32_t a = got[t * pb.indices_stride + j], b = ref[t * pb.indices_stride + j];
       if (a >= 0 && a < pb.num_keys) g.push_back(a);
       if (b >= 0) r.push_back(b);
     }
@@ -231,7 +232,7 @@ void expect_same_selection(const Problem& pb, const std::vector<int32_t>& got, c
 std::vector<int32_t> ascending_selection(const Problem& pb, int64_t t) {
   const int64_t lo = std::clamp<int64_t>(pb.ks[t], 0, pb.num_keys);
   const int64_t hi = std::max(lo, std::clamp<int64_t>(pb.ke[t], 0, pb.num_keys));
-  const float* row = pb.logits.data() + t * pb.ldl;
+  const float* row = pb.logits.data() + t * pb.logits_stride;
   std::vector<int32_t> out;
   if (hi - lo <= pb.k) {
     for (int64_t i = lo; i < hi; ++i) out.push_back(static_cast<int32_t>(i));
@@ -255,7 +256,7 @@ void expect_ascending_selection(const Problem& pb, const std::vector<int32_t>& g
   int reported = 0;
   for (int64_t t = 0; t < pb.rows(); ++t) {
     const std::vector<int32_t> want = ascending_selection(pb, t);
-    const std::vector<int32_t> row(got.begin() + t * pb.ld_indices, got.begin() + t * pb.ld_indices + pb.k);
+    const std::vector<int32_t> row(got.begin() + t * pb.indices_stride, got.begin() + t * pb.indices_stride + pb.k);
     if (row != want && reported++ < 3) {
       const auto diff = std::mismatch(row.begin(), row.end(), want.begin());
       ADD_FAILURE() << what << ": row " << t << " slot " << (diff.first - row.begin()) << " holds " << *diff.first
@@ -284,7 +285,7 @@ void check_all_paths(const Problem& pb, const std::string& name) {
   for (const Path& path : paths_for(pb)) {
     SCOPED_TRACE(name + " / " + path.name + (pb.sorted ? " / sorted" : ""));
     const std::vector<int32_t> got = dev.run(path, false);
-    const tools::TopkCheck c = tools::check_topk(got.data(), pb.ld_indices, pb.k, pb.logits.data(), pb.ldl,
+    const tools::TopkCheck c = tools::check_topk(got.data(), pb.indices_stride, pb.k, pb.logits.data(), pb.logits_stride,
                                                      pb.rows(), pb.num_keys, pb.ks.data(), pb.ke.data(), options);
     EXPECT_TRUE(c.passed) << c.description;
     expect_same_selection(pb, got, ref_plain, name + " / " + path.name);
@@ -296,8 +297,8 @@ void check_all_paths(const Problem& pb, const std::string& name) {
     int64_t mismatches = 0;
     for (int64_t t = 0; t < pb.rows(); ++t) {
       for (int j = 0; j < pb.k; ++j) {
-        const int32_t want = reference::topk_page_transform(hp, t, got[t * pb.ld_indices + j]);
-        mismatches += paged[t * pb.ld_indices + j] != want;
+        const int32_t want = reference::topk_page_transform(hp, t, got[t * pb.indices_stride + j]);
+        mismatches += paged[t * pb.indices_stride + j] != want;
       }
     }
     EXPECT_EQ(mismatches, 0) << "page-table transform differs from the reference transform";
@@ -305,7 +306,7 @@ void check_all_paths(const Problem& pb, const std::string& name) {
 }
 
 // SPEC 8: row lengths 0, 1, k-1, k, k+1, 4096, 32768, 131072 for every k; misaligned row starts
-// (ldl odd, random ks).
+// (logits_stride odd, random ks).
 void spec_lengths_case(int k, bool sorted) {
   const std::vector<int64_t> lengths{0, 1, k - 1, k, k + 1, 4096, 32768, 131072};
   const int64_t n = 131072 + 45;
@@ -515,7 +516,7 @@ TEST(TopkGpu, PageTableTransform) {
   pb.ks.resize(4);
   pb.ke.resize(4);
   pb.row_pos_base.clear();      // base = ks
-  pb.logits.resize(static_cast<size_t>(4 * pb.ldl));
+  pb.logits.resize(static_cast<size_t>(4 * pb.logits_stride));
   check_all_paths(pb, "paged sorted");
 }
 

@@ -33,8 +33,8 @@ TopkParams with_page_table(TopkParams p) {
 TEST(TopkValidate, AcceptsGoodParams) {
   EXPECT_TRUE(validate(good_params()).is_ok());
   TopkParams p = good_params();
-  p.ldl = 5001;  // any row stride >= N: f32 rows need no extra alignment here
-  p.ld_indices = 2049;
+  p.logits_stride = 5001;  // any row stride >= N: f32 rows need no extra alignment here
+  p.indices_stride = 2049;
   p.k = 1;
   EXPECT_TRUE(validate(p).is_ok()) << validate(p).to_string();
   p.sorted = true;
@@ -58,11 +58,11 @@ TEST(TopkValidate, ResolvedFillsPackedStrides) {
   TopkParams p = with_page_table(good_params());
   p.k = 512;
   const TopkParams r = p.resolved();
-  EXPECT_EQ(r.ldl, 5000);
-  EXPECT_EQ(r.ld_indices, 512);
+  EXPECT_EQ(r.logits_stride, 5000);
+  EXPECT_EQ(r.indices_stride, 512);
   EXPECT_EQ(r.page_table_stride, 40);
-  p.ldl = 6000;
-  EXPECT_EQ(p.resolved().ldl, 6000);
+  p.logits_stride = 6000;
+  EXPECT_EQ(p.resolved().logits_stride, 6000);
 }
 
 TEST(TopkValidate, EmptyRowsNeedNoPointers) {
@@ -89,23 +89,23 @@ TEST(TopkValidate, RejectsBadK) {
   for (int k : {0, -1, 2049, 4096}) {
     TopkParams p = good_params();
     p.k = k;
-    p.ld_indices = 4096;
+    p.indices_stride = 4096;
     expect_rejected(p, StatusCode::kInvalidArgument, "k (" + std::to_string(k) + ") must be in [1, 2048]");
   }
 }
 
 TEST(TopkValidate, RejectsBadStrides) {
   TopkParams p = good_params();
-  p.ld_indices = 2047;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ld_indices (2047) must be >= k (2048)");
+  p.indices_stride = 2047;
+  expect_rejected(p, StatusCode::kInvalidArgument, "indices_stride (2047) must be >= k (2048)");
   p = good_params();
-  p.ldl = 4999;
-  expect_rejected(p, StatusCode::kInvalidArgument, "ldl (4999) must be >= num_keys (5000)");
+  p.logits_stride = 4999;
+  expect_rejected(p, StatusCode::kInvalidArgument, "logits_stride (4999) must be >= num_keys (5000)");
   p = good_params();
-  p.ldl = int64_t{1} << 60;
+  p.logits_stride = int64_t{1} << 60;
   expect_rejected(p, StatusCode::kInvalidArgument, "logits extent");
   p = good_params();
-  p.ld_indices = int64_t{1} << 60;
+  p.indices_stride = int64_t{1} << 60;
   expect_rejected(p, StatusCode::kInvalidArgument, "indices extent");
 }
 

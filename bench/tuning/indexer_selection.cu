@@ -26,6 +26,7 @@
 #include "fp8dsa/indexer.h"
 #include "indexer/reference_cpu.h"
 #include "tool_support.h"
+#include "tools/device_buffer.h"
 #include "tools/random_inputs.h"
 
 namespace fp8dsa {
@@ -102,27 +103,23 @@ void run_case(const Case& c, int sampled_rows, int k) {
   p.fill_masked = true;
   const int64_t logits_stride = min_logits_stride(n);
   p.logits_stride = logits_stride;
-  void *q = nullptr, *kk = nullptr, *w = nullptr, *ks = nullptr, *ke = nullptr, *scale = nullptr, *logits = nullptr;
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&q, c.q.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&kk, c.k.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&w, 4 * c.w.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&scale, 4 * c.k_scale.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ks, 4 * c.ks.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&ke, 4 * c.ke.size()));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&logits, sizeof(float) * static_cast<size_t>(kTokens * logits_stride)));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(q, c.q.data(), c.q.size(), cudaMemcpyHostToDevice));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(kk, c.k.data(), c.k.size(), cudaMemcpyHostToDevice));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(w, c.w.data(), 4 * c.w.size(), cudaMemcpyHostToDevice));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(scale, c.k_scale.data(), 4 * c.k_scale.size(), cudaMemcpyHostToDevice));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ks, c.ks.data(), 4 * c.ks.size(), cudaMemcpyHostToDevice));
-  FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ke, c.ke.data(), 4 * c.ke.size(), cudaMemcpyHostToDevice));
-  p.q = q;
-  p.k = kk;
-  p.w = static_cast<const float*>(w);
-  p.k_scale = static_cast<const float*>(scale);
-  p.ks = static_cast<const int32_t*>(ks);
-  p.ke = static_cast<const int32_t*>(ke);
-  p.logits = static_cast<float*>(logits);
+  tools::DeviceBuffer<uint8_t> q, kk;
+  tools::DeviceBuffer<float> w, scale, logits;
+  tools::DeviceBuffer<int32_t> ks, ke;
+  FP8DSA_TOOL_CHECK_OK(q.upload(c.q));
+  FP8DSA_TOOL_CHECK_OK(kk.upload(c.k));
+  FP8DSA_TOOL_CHECK_OK(w.upload(c.w));
+  FP8DSA_TOOL_CHECK_OK(scale.upload(c.k_scale));
+  FP8DSA_TOOL_CHECK_OK(ks.upload(c.ks));
+  FP8DSA_TOOL_CHECK_OK(ke.upload(c.ke));
+  FP8DSA_TOOL_CHECK_OK(logits.allocate(static_cast<size_t>(kTokens * logits_stride)));
+  p.q = q.get();
+  p.k = kk.get();
+  p.w = w.get();
+  p.k_scale = scale.get();
+  p.ks = ks.get();
+  p.ke = ke.get();
+  p.logits = logits.get();
   FP8DSA_TOOL_CHECK_OK(indexer_logits(p));
   FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
 
@@ -137,7 +134,7 @@ void run_case(const Case& c, int sampled_rows, int k) {
   std::vector<int32_t> ks_s, ke_s;
   for (int64_t i = 0; i < r; ++i) {
     const int64_t t = tokens[static_cast<size_t>(i)];
-    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ours.data() + i * logits_stride, static_cast<float*>(logits) + t * logits_stride,
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ours.data() + i * logits_stride, logits.get() + t * logits_stride,
                                       sizeof(float) * static_cast<size_t>(logits_stride), cudaMemcpyDeviceToHost));
     std::memcpy(q_s.data() + i * h * kDim, c.q.data() + t * h * kDim, static_cast<size_t>(h * kDim));
     std::memcpy(w_s.data() + i * h, c.w.data() + t * h, sizeof(float) * static_cast<size_t>(h));
@@ -196,7 +193,6 @@ void run_case(const Case& c, int sampled_rows, int k) {
   print("deepgemm", a_deepgemm, max_diff_deepgemm);
   print("f32(exact)", a_f32, 0.0);
   std::fflush(stdout);
-  for (void* ptr : {q, kk, w, ks, ke, scale, logits}) FP8DSA_TOOL_CHECK_CUDA(cudaFree(ptr));
 }
 
 std::vector<int64_t> parse_list(const char* text) {
@@ -235,6 +231,19 @@ int main(int argc, char** argv) {
       dir = v;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  // The rest (heads, the shapes as a whole) is indexer_logits' to refuse, with its message.
+  if (rows < 1 || rows > kTokens || k < 1 || k > 2048) {
+    std::fprintf(stderr, "--rows must be in [1, %lld] and --k in [1, 2048] (given %d, %d)\n",
+                 static_cast<long long>(kTokens), rows, k);
+    return 2;
+  }
+  for (const int64_t n : keys) {
+    if (n < kTokens || n > INT32_MAX) {
+      std::fprintf(stderr, "--keys: each N must be in [%lld, 2^31 - 1] (T = %lld causal rows; given %lld)\n",
+                   static_cast<long long>(kTokens), static_cast<long long>(kTokens), static_cast<long long>(n));
       return 2;
     }
   }

@@ -271,9 +271,9 @@ class WarpgroupBuffers {
   // through an integer, so without this every access would compile to a generic instruction
   // instead of LDS / STS.
   __device__ static CandidateShared* shared_space(uint8_t* smem) {
-    extern __shared__ uint8_t candidate_output_smem[];
-    const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_output_smem);
-    return reinterpret_cast<CandidateShared*>(candidate_output_smem + offset);
+    extern __shared__ uint8_t candidate_buffers_smem[];
+    const uint32_t offset = hopper::smem_address(smem) - hopper::smem_address(candidate_buffers_smem);
+    return reinterpret_cast<CandidateShared*>(candidate_buffers_smem + offset);
   }
 
   // A buffer's keys into registers: v[j] is entry i = j * 128 + thread of the (token, split) slot,

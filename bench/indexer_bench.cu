@@ -51,7 +51,16 @@ Status bench_indexer_shape(const BenchContext& ctx, int64_t num_keys, int num_he
   ResultRow fill_row = row;
   fill_row.shape += " fill";
   auto launch_filled = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(filled)); };
-  return time_and_record(ctx, sets, launch_filled, std::move(fill_row), derive);
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, sets, launch_filled, std::move(fill_row), derive));
+  if (num_heads != 64) return Status::ok();
+  // H = 64: the split epilogue (IndexerParams::split_epilogue), row "... causal split".
+  IndexerParams split = base;
+  split.split_epilogue = true;
+  ResultRow split_row = row;
+  split_row.shape += " split";
+  split_row.kernel = indexer_kernel_name(indexer_route(split));
+  auto launch_split = [&](int s) { return indexer_logits(inputs[static_cast<size_t>(s)].params(split)); };
+  return time_and_record(ctx, sets, launch_split, std::move(split_row), derive);
 }
 
 // Our scorer against DeepGEMM's logits of the same case: the largest difference over the cells

@@ -1,9 +1,11 @@
 // Does the scorer's epilogue change what the top-k selects? (Issue 56 item 2; not the benchmark.)
-// At H = 64 the shipped scorer takes sum_h w relu(x) as (sum_h w x + sum_h w |x|) / 2, the first half
-// on the tensor cores (indexer/config.h, kLinearSplit); its logits land a few 1e-4 of max|logit| from
-// DeepGEMM's. For sampled rows of T = 4096 causal tokens this prints how many of the exact top-k
-// (f64 logits, SPEC 1's reference) each f32 source selects as well:
-//   ours       indexer_logits as shipped;
+// At H = 64 the split epilogue (IndexerParams::split_epilogue) takes sum_h w relu(x) as
+// (sum_h w x + sum_h w |x|) / 2, the first half on the tensor cores (indexer/config.h, kLinearSplit);
+// its logits land a few 1e-4 of max|logit| from DeepGEMM's. For sampled rows of T = 4096 causal
+// tokens this prints how many of the exact top-k (f64 logits, SPEC 1's reference) each f32 source
+// selects as well:
+//   ours       indexer_logits with its default (exact) epilogue;
+//   ours split indexer_logits with split_epilogue (H = 64);
 //   deepgemm   DeepGEMM's own logits of the same inputs (--deepgemm: its dump);
 //   f32(exact) the f64 logits rounded to f32: what the best f32 output can reach (ties).
 // Inputs: random (q, k e4m3 in +-1, w in [-1, 1), k_scale in [0.5, 1.5), as the benchmark's) and,
@@ -120,22 +122,32 @@ void run_case(const Case& c, int sampled_rows, int k) {
   p.ks = ks.get();
   p.ke = ke.get();
   p.logits = logits.get();
-  FP8DSA_TOOL_CHECK_OK(indexer_logits(p));
-  FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+  // Both epilogues (the split at H = 64 only), each into its own copy of the sampled rows below.
+  std::vector<float> ours, ours_split;
+  const int64_t r = sampled_rows;
+  std::vector<int64_t> tokens;
+  for (int i = 0; i < sampled_rows; ++i) tokens.push_back((2 * i + 1) * kTokens / (2 * sampled_rows));
+  for (const bool split : {false, true}) {
+    if (split && h != 64) break;
+    p.split_epilogue = split;
+    FP8DSA_TOOL_CHECK_OK(indexer_logits(p));
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<float>& dst = split ? ours_split : ours;
+    dst.resize(static_cast<size_t>(r * logits_stride));
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t t = tokens[static_cast<size_t>(i)];
+      FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(dst.data() + i * logits_stride, logits.get() + t * logits_stride,
+                                        sizeof(float) * static_cast<size_t>(logits_stride), cudaMemcpyDeviceToHost));
+    }
+  }
 
   // The sampled tokens, spread over T (the causal rows grow with t), their logits and the f64
   // reference of just those tokens.
-  std::vector<int64_t> tokens;
-  for (int i = 0; i < sampled_rows; ++i) tokens.push_back((2 * i + 1) * kTokens / (2 * sampled_rows));
-  const int64_t r = static_cast<int64_t>(tokens.size());
-  std::vector<float> ours(static_cast<size_t>(r * logits_stride));
   std::vector<uint8_t> q_s(static_cast<size_t>(r * h * kDim));
   std::vector<float> w_s(static_cast<size_t>(r * h));
   std::vector<int32_t> ks_s, ke_s;
   for (int64_t i = 0; i < r; ++i) {
     const int64_t t = tokens[static_cast<size_t>(i)];
-    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(ours.data() + i * logits_stride, logits.get() + t * logits_stride,
-                                      sizeof(float) * static_cast<size_t>(logits_stride), cudaMemcpyDeviceToHost));
     std::memcpy(q_s.data() + i * h * kDim, c.q.data() + t * h * kDim, static_cast<size_t>(h * kDim));
     std::memcpy(w_s.data() + i * h, c.w.data() + t * h, sizeof(float) * static_cast<size_t>(h));
     ks_s.push_back(c.ks[static_cast<size_t>(t)]);
@@ -155,8 +167,8 @@ void run_case(const Case& c, int sampled_rows, int k) {
   std::vector<double> exact;
   FP8DSA_TOOL_CHECK_OK(reference::indexer_logits_cpu_f64(hp, &exact));
 
-  Agreement a_ours, a_deepgemm, a_f32;
-  double max_diff_ours = 0.0, max_diff_deepgemm = 0.0;
+  Agreement a_ours, a_split, a_deepgemm, a_f32;
+  double max_diff_ours = 0.0, max_diff_split = 0.0, max_diff_deepgemm = 0.0;
   for (int64_t i = 0; i < r; ++i) {
     const int64_t t = tokens[static_cast<size_t>(i)];
     const int64_t lo = std::clamp<int64_t>(c.ks[static_cast<size_t>(t)], 0, n);
@@ -169,6 +181,11 @@ void run_case(const Case& c, int sampled_rows, int k) {
     for (int64_t j = 0; j < len; ++j) max_ref = std::max(max_ref, std::fabs(e[j]));
     const std::vector<int64_t> want = top_k(e, len, k);
     a_ours.add(overlap(want, top_k(o, len, k)), k);
+    if (!ours_split.empty()) {
+      const float* o2 = ours_split.data() + i * logits_stride + lo;
+      for (int64_t j = 0; j < len; ++j) max_diff_split = std::max(max_diff_split, std::fabs(o2[j] - e[j]) / max_ref);
+      a_split.add(overlap(want, top_k(o2, len, k)), k);
+    }
     std::vector<float> rounded(static_cast<size_t>(len));
     for (int64_t j = 0; j < len; ++j) {
       rounded[static_cast<size_t>(j)] = static_cast<float>(e[j]);
@@ -190,6 +207,7 @@ void run_case(const Case& c, int sampled_rows, int k) {
                 static_cast<long long>(a.worst), k, static_cast<long long>(a.identical), max_diff);
   };
   print("ours", a_ours, max_diff_ours);
+  print("ours split", a_split, max_diff_split);
   print("deepgemm", a_deepgemm, max_diff_deepgemm);
   print("f32(exact)", a_f32, 0.0);
   std::fflush(stdout);

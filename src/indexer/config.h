@@ -26,14 +26,16 @@ static_assert(kLinearTerms + kMaxScorerConsumers <= 16, "sm_90 has 16 named barr
 // kConsumers consumer warpgroups (each its own B block with kShareTiles), a kStages-deep ring of
 // 64-key tiles (q_resident_launch.cuh instantiates the shipped ones).
 //
-// kLinearSplit (H = 64, own B blocks): the epilogue takes sum_h w relu(x) as
+// kLinearSplit (kSplitEpilogue, H = 64, own B blocks; IndexerParams::split_epilogue): the epilogue
+// takes sum_h w relu(x) as
 // (sum_h w x + sum_h w |x|) / 2, the first half on the tensor cores (linear_split.cuh): each B block
 // gets kLinRows more rows, kLinTermsPerToken e4m3 terms of the token's q~ = sum_h w[h] q[h],
 // scored by one more m64 x kLinRows wgmma per k-step; the second half is one FFMA per
 // accumulator (|x| is an operand modifier) where relu then w took two instructions. H200, same
 // run: T = 4096, N = 32K / 64K / 128K 14% / 16% / 9% faster, 8K within 1%
 // (bench/journal/2026-12-02.md, eighth session).
-template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_>
+template <int kHeads_, int kDim_, int kCols_, int kConsumers_, int kStages_, bool kShareTiles_,
+          bool kSplitEpilogue_ = false>
 struct QResidentConfig {
   static constexpr int kHeads = kHeads_;
   static constexpr int kDim = kDim_;
@@ -52,7 +54,8 @@ struct QResidentConfig {
   // H = 64 only: at H = 32 the same split ran 17% slower at N = 8K and within 3% at 32K-128K
   // (bench/journal/2026-12-02.md, eighth session): its 8 tokens per B block pay 3 extra columns a
   // token for half the heads.
-  static constexpr bool kLinearSplit = kHeads == 64 && kShareTiles;
+  static constexpr bool kLinearSplit = kSplitEpilogue_;
+  static_assert(!kLinearSplit || (kHeads == 64 && kShareTiles), "the split epilogue is built for H = 64, own B blocks");
   // H = 32: a schedule fence in the consumers' key-tile loop, right after the stage is released (a
   // branch on a condition no valid launch meets; q_resident_scorer.cuh). It bounds ptxas's
   // scheduling region, so the cells' bound compares stay after the release instead of under the

@@ -58,8 +58,8 @@ Status launch_q_resident(const IndexerParams& p, const QResidentTuning& tuning,
 // The configurations: B columns (256 "wide" / 128 "narrow"), consumer warpgroups, ring depth,
 // shared tiles. Wide needs 128 accumulators + 64 weights per thread, so it runs two consumers;
 // for H <= 16 its per-token partials would not fit beside them, so small H is narrow only.
-template <int kHeads, int kDim, bool kShare>
-using QResidentWide = QResidentConfig<kHeads, kDim, 256, 2, (kDim == 128 ? 8 : 12), kShare>;
+template <int kHeads, int kDim, bool kShare, bool kSplit = false>
+using QResidentWide = QResidentConfig<kHeads, kDim, 256, 2, (kDim == 128 ? 8 : 12), kShare, kSplit>;
 template <int kHeads, int kDim, bool kShare>
 using QResidentNarrow = QResidentConfig<kHeads, kDim, 128, 3, (kDim == 128 ? 8 : 12), kShare>;
 
@@ -73,7 +73,14 @@ Status run_q_resident_heads(const IndexerParams& p, const QResidentTuning& tunin
   QResidentShape shape = tuning.shape;
   if (shape == QResidentShape::kAuto) shape = kHeads >= 32 ? QResidentShape::kWideShared : QResidentShape::kNarrowShared;
   if constexpr (kHeads >= 32) {
-    if (shape == QResidentShape::kWideShared) return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args, plan);
+    if (shape == QResidentShape::kWideShared) {
+      if constexpr (kHeads == 64) {
+        if (p.split_epilogue) {
+          return launch_q_resident<QResidentWide<kHeads, kDim, true, true>, Output>(p, tuning, out_args, plan);
+        }
+      }
+      return launch_q_resident<QResidentWide<kHeads, kDim, true>, Output>(p, tuning, out_args, plan);
+    }
   }
 #if defined(FP8DSA_TUNING)
   if constexpr (kHeads >= 32 && kDim == 128 && !Output::kNeedsOwnTokens) {

@@ -43,6 +43,7 @@ enum class Scores {
 struct Inputs {
   int64_t T = 0, N = 0;
   int H = 64, D = 128;
+  bool split_epilogue = false;  // IndexerParams::split_epilogue, for the fused and the unfused scorer
   std::vector<uint8_t> q, k;
   std::vector<float> w, k_scale;
   std::vector<int32_t> ks, ke;
@@ -103,7 +104,9 @@ struct DeviceInputs {
   explicit DeviceInputs(const Inputs& in)
       : q(in.q), k(in.k), w(in.w), k_scale(in.k_scale), ks(in.ks), ke(in.ke) {}
   IndexerParams params(const Inputs& in) const {
-    return scorer_params(in, q.get(), w.get(), k.get(), k_scale.get(), ks.get(), ke.get());
+    IndexerParams p = scorer_params(in, q.get(), w.get(), k.get(), k_scale.get(), ks.get(), ke.get());
+    p.split_epilogue = in.split_epilogue;
+    return p;
   }
 };
 
@@ -179,7 +182,8 @@ void expect_ascending_rows(const Inputs& in, const std::vector<int32_t>& got, co
 
 void check_against_unfused(const Inputs& in, const Selection& sel, bool with_f64) {
   SCOPED_TRACE("T " + std::to_string(in.T) + " N " + std::to_string(in.N) + " H " + std::to_string(in.H) + " D " +
-               std::to_string(in.D) + " k " + std::to_string(sel.k) + (sel.sorted ? " sorted" : ""));
+               std::to_string(in.D) + " k " + std::to_string(sel.k) + (sel.sorted ? " sorted" : "") +
+               (in.split_epilogue ? " split_epilogue" : ""));
   const DeviceInputs d(in);
   const std::vector<int32_t> got = run_fused(in, d, sel);
   int64_t logits_stride = 0;
@@ -217,6 +221,11 @@ TEST(FusedTopkGpu, SpecShapesEveryHeadCount) {
         const Inputs in = make_inputs(T, N, H, D, tools::random_key_ranges(T, N, seed, 0.1, 0.1), Scores::kRandom,
                                       seed);
         for (int k : {16, 512}) check_against_unfused(in, {k, (seed & 1) != 0}, N <= 256);
+        if (H == 64) {  // the split epilogue: the fused scorer ranks the split logits exactly too
+          Inputs split = in;
+          split.split_epilogue = true;
+          check_against_unfused(split, {512, (seed & 1) != 0}, N <= 256);
+        }
         seed += 7;
       }
     }

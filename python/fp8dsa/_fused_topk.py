@@ -6,7 +6,7 @@ from ._topk import topk_scalars
 
 
 def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *, page_size=0,
-                 row_seq=None, row_pos_base=None, out=None, stream=None):
+                 row_seq=None, row_pos_base=None, out=None, split_epilogue=False, stream=None):
     """fp8dsa::fused_topk on the GPU: the rows indexer_logits followed by topk would select, without
     writing the logits; returns indices [T, k] int32.
 
@@ -14,7 +14,8 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     page_table, row_seq, row_pos_base and out as for topk. Each row gets the min(k, ke - ks) keys
     with the largest scores as absolute key rows (or page-table rows), unused slots -1, NaN lowest,
     ties broken by the lower key row; in ascending key rows, or by descending score with
-    sorted=True. The selection equals topk over indexer_logits' logits (ties aside).
+    sorted=True. The selection equals topk over indexer_logits' logits (ties aside), with the same
+    split_epilogue.
 
     Memory: a workspace of about 8 * k * 2 bytes per token and key split (32 KB per token and
     split at k = 2048) instead of 4 * N bytes of logits per token, allocated with q's library.
@@ -26,6 +27,7 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
     op = "fused_topk"
     stream = _arrays.stream_argument(op, stream)
     k, sorted, page_size = topk_scalars(op, k, sorted, page_size)
+    split_epilogue = _arrays.flag(op, "split_epilogue", split_epilogue)
     k_rows, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.require_cuda(op, "q", q)
     _arrays.check_optional(op, "page_table", page_table, (2,), "[B, P]", _arrays.I32)
@@ -42,5 +44,6 @@ def fused_topk(q, kv, weights, ks, ke, k=2048, sorted=False, page_table=None, *,
                                          row_pos_base)) as handle:
         _fp8dsa.fused_topk(view(q), view(k_rows), view(k_scale), view(weights), view(ks), view(ke),
                              k, sorted, view(page_table), page_size, view(row_seq),
-                             view(row_pos_base), view(out), view(workspace), handle)
+                             view(row_pos_base), view(out), view(workspace), handle,
+                             split_epilogue=split_epilogue)
     return out

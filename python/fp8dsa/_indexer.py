@@ -56,7 +56,7 @@ def indexer_logits_result(buffer, logits, k):
 
 
 def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, kernel="auto",
-                   stream=None):
+                   split_epilogue=False, stream=None):
     """FP8 indexer scoring on the GPU: every (token, key) pair in [ks, ke) scored on the e4m3 tensor
     cores. Same argument order as DeepGEMM's fp8_mqa_logits(q, (k, k_scale), weights,
     cu_seqlen_ks, cu_seqlen_ke); returns logits [T, N].
@@ -66,6 +66,7 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     k, k_scale = indexer_arrays(op, q, kv, weights, ks, ke)
     _arrays.require_cuda(op, "q", q)
     fill_masked = _arrays.flag(op, "fill_masked", fill_masked)
+    split_epilogue = _arrays.flag(op, "split_epilogue", split_epilogue)
     kernel = _arrays.text(op, "kernel", kernel)
     view = _arrays.dlpack_view
     _fp8dsa.indexer_logits_check(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
@@ -73,13 +74,17 @@ def indexer_logits(q, kv, weights, ks, ke, *, logits=None, fill_masked=True, ker
     buffer = indexer_logits_buffer(op, q, k, logits)
     with _arrays.cuda_stream(q, stream, (q, k, k_scale, weights, ks, ke)) as handle:
         _fp8dsa.indexer_logits(view(q), view(k), view(k_scale), view(weights), view(ks), view(ke),
-                               view(buffer), fill_masked, kernel, handle)
+                               view(buffer), fill_masked, kernel, handle,
+                               split_epilogue=split_epilogue)
     return indexer_logits_result(buffer, logits, k)
 
 
 indexer_logits.__doc__ += _SHAPES + """
     kernel: "auto" (the measured router), "q_resident", "k_resident" or "reference" (the plain
-    CUDA-core kernel). stream: a CUDA stream handle (int, torch.cuda.Stream, cupy.cuda.Stream);
+    CUDA-core kernel). split_epilogue: at H = 64 on the Q-resident scorer, relu x w as
+    (w x + w |x|) / 2 with the linear half on the tensor cores: faster at N >= 32K, logits a few
+    1e-4 of max |logit| from the exact form's (SPEC section 1); other H ignore it.
+    stream: a CUDA stream handle (int, torch.cuda.Stream, cupy.cuda.Stream);
     by default the current stream of q's library, so the call is CUDA-graph capturable.
     Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.indexer_logits).
 

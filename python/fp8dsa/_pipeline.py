@@ -41,7 +41,8 @@ def prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink, gpu
 
 def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=512,
             attn_sink=None, *, q_scale=1.0, kv_scale=1.0, fused=False, out=None, max_logits=None,
-            lse=None, indexer_kernel="auto", attention_kernel="auto", stream=None):
+            lse=None, indexer_kernel="auto", attention_kernel="auto", split_epilogue=False,
+            stream=None):
     """The prefill of one DSA layer on the GPU (fp8dsa::prefill): indexer scoring, top-k and sparse
     MLA on one stream, the logits and selected rows in a workspace allocated with q's library.
     """
@@ -51,6 +52,7 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
     topk = prefill_topk(topk)
     d_v = value_dim(op, d_v)
     fused = _arrays.flag(op, "fused", fused)
+    split_epilogue = _arrays.flag(op, "split_epilogue", split_epilogue)
     indexer_kernel = _arrays.text(op, "indexer_kernel", indexer_kernel)
     attention_kernel = _arrays.text(op, "attention_kernel", attention_kernel)
     index_k, index_k_scale = prefill_inputs(op, index_q, index_kv, weights, ks, ke, q, kv, attn_sink,
@@ -87,7 +89,8 @@ def prefill(index_q, index_kv, weights, ks, ke, q, kv, sm_scale, topk=2048, d_v=
         _fp8dsa.prefill(view(index_q), view(index_k), view(index_k_scale), view(weights), view(ks),
                         view(ke), view(q), view(kv), sm_scale, topk, d_v, view(attn_sink), q_scale,
                         kv_scale, fused, view(out), view(max_logits), view(lse),
-                        view(workspace), indexer_kernel, attention_kernel, handle)
+                        view(workspace), indexer_kernel, attention_kernel, handle,
+                        split_epilogue=split_epilogue)
     return out, max_logits, lse
 
 
@@ -97,7 +100,8 @@ prefill.__doc__ += _SHAPES + """
     for its speed). With fused=False the unfused path runs, faster at every shape measured: over all
     T tokens where their [T, N] logits can be allocated, else in chunks of tokens whose logits can
     (1024 or 512 tokens a chunk), else the fused path does. indexer_kernel and
-    attention_kernel take the kernel names of indexer_logits and sparse_mla_prefill. stream: a CUDA stream handle (int, torch.cuda.Stream,
+    attention_kernel take the kernel names of indexer_logits and sparse_mla_prefill;
+    split_epilogue as for indexer_logits. stream: a CUDA stream handle (int, torch.cuda.Stream,
     cupy.cuda.Stream); by default the current stream of q's library, so the call is CUDA-graph
     capturable. Arrays must be on one CUDA device (the CPU path is fp8dsa.reference.prefill).
 

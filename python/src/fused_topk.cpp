@@ -57,10 +57,12 @@ void run_fused_topk(const InputArray& q, const InputArray& k, const InputArray& 
                     const InputArray& ks, const InputArray& ke, int topk, bool sorted,
                     const std::optional<InputArray>& page_table, int page_size,
                     const std::optional<InputArray>& row_seq, const std::optional<InputArray>& row_pos_base,
-                    const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream) {
+                    const OutputArray& out, const std::optional<OutputArray>& workspace, uintptr_t stream,
+                    bool split_epilogue) {
   ArrayChecker arrays("fused_topk", Placement::kCuda);
   FusedTopkParams p = fused_topk_params(arrays, q, k, k_scale, weights, ks, ke, topk, sorted, page_table,
                                         page_size, row_seq, row_pos_base, &out);
+  p.scores.split_epilogue = split_epilogue;
   const Workspace space = aligned_workspace(arrays, workspace);
   p.workspace = space.data;
   p.workspace_bytes = space.bytes;
@@ -86,7 +88,7 @@ void bind_fused_topk(nb::module_& m) {
   m.def("fused_topk", &run_fused_topk, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"), nb::arg("weights"),
         nb::arg("ks"), nb::arg("ke"), nb::arg("topk"), nb::arg("sorted"), nb::arg("page_table").none(),
         nb::arg("page_size"), nb::arg("row_seq").none(), nb::arg("row_pos_base").none(), nb::arg("out"),
-        nb::arg("workspace").none(), nb::arg("stream"));
+        nb::arg("workspace").none(), nb::arg("stream"), nb::arg("split_epilogue") = false);
   m.def("fused_topk_check", &fused_topk_check, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("topk"), nb::arg("sorted"),
         nb::arg("page_table").none(), nb::arg("page_size"), nb::arg("row_seq").none(),

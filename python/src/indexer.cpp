@@ -61,9 +61,10 @@ IndexerParams indexer_logits_params(ArrayChecker& arrays, const InputArray& q, c
 void indexer_logits(const InputArray& q, const InputArray& k, const InputArray& k_scale,
                     const InputArray& weights, const InputArray& ks, const InputArray& ke,
                     const OutputArray& logits, bool fill_masked, const std::string& kernel,
-                    uintptr_t stream) {
+                    uintptr_t stream, bool split_epilogue) {
   ArrayChecker arrays("indexer_logits", Placement::kCuda);
   IndexerParams p = indexer_logits_params(arrays, q, k, k_scale, weights, ks, ke, &logits, fill_masked);
+  p.split_epilogue = split_epilogue;
   p.kernel = indexer_kernel_from_name(arrays, kernel);
   p.stream = as_stream(stream);
   run_library_call(arrays.device_id(), [&] { return fp8dsa::indexer_logits(p); });
@@ -151,7 +152,7 @@ void bind_indexer(nb::module_& m) {
   m.attr("LOGITS_ROW_ALIGN") = kLogitsRowAlign;
   m.def("indexer_logits", &indexer_logits, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("logits"), nb::arg("fill_masked"),
-        nb::arg("kernel"), nb::arg("stream"));
+        nb::arg("kernel"), nb::arg("stream"), nb::arg("split_epilogue") = false);
   m.def("indexer_logits_check", &indexer_logits_check, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("kernel"));
   m.def("indexer_logits_cpu", &indexer_logits_cpu, nb::arg("q"), nb::arg("k"), nb::arg("k_scale"),

@@ -80,12 +80,13 @@ void prefill(const InputArray& index_q, const InputArray& index_k, const InputAr
              const std::optional<InputArray>& attn_sink, float q_scale, float kv_scale, bool fused,
              const OutputArray& out, const OutputArray& max_logits, const OutputArray& lse,
              const std::optional<OutputArray>& workspace, const std::string& indexer_kernel,
-             const std::string& attention_kernel, uintptr_t stream) {
+             const std::string& attention_kernel, uintptr_t stream, bool split_epilogue) {
   ArrayChecker arrays("prefill", Placement::kCuda);
   PrefillParams p = prefill_params(arrays, index_q, index_k, index_k_scale, weights, ks, ke, q, kv,
                                    sm_scale, topk, d_v, attn_sink, q_scale, kv_scale, fused, &out,
                                    &max_logits, &lse);
   p.indexer.kernel = indexer_kernel_from_name(arrays, indexer_kernel);
+  p.indexer.split_epilogue = split_epilogue;
   p.attention.kernel = sparse_mla_kernel_from_name(arrays, attention_kernel);
   const Workspace space = aligned_workspace(arrays, workspace);
   p.workspace = space.data;
@@ -149,7 +150,7 @@ void bind_prefill(nb::module_& m) {
         nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),
         nb::arg("kv_scale"), nb::arg("fused"), nb::arg("out"), nb::arg("max_logits"), nb::arg("lse"),
         nb::arg("workspace").none(), nb::arg("indexer_kernel"), nb::arg("attention_kernel"),
-        nb::arg("stream"));
+        nb::arg("stream"), nb::arg("split_epilogue") = false);
   m.def("prefill_cpu", &prefill_cpu, nb::arg("index_q"), nb::arg("index_k"), nb::arg("index_k_scale"),
         nb::arg("weights"), nb::arg("ks"), nb::arg("ke"), nb::arg("q"), nb::arg("kv"), nb::arg("sm_scale"),
         nb::arg("topk"), nb::arg("d_v"), nb::arg("attn_sink").none(), nb::arg("q_scale"),

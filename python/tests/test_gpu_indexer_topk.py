@@ -19,6 +19,19 @@ def test_indexer_matches_reference(kernel, num_heads):
     assert_logits_match(logits, indexer_reference(problem))
 
 
+@pytest.mark.parametrize("split_epilogue", [False, True])
+def test_indexer_split_epilogue(split_epilogue):
+    # H = 64: the split epilogue (an option) and the exact default, both within SPEC 6 on random
+    # inputs; fused_topk and prefill take the same switch.
+    problem = indexer_problem(7, [37, 90], [179, 0], 64)
+    logits = fp8dsa.indexer_logits(*indexer_args(problem), split_epilogue=split_epilogue)
+    assert_logits_match(logits, indexer_reference(problem))
+    indices = fp8dsa.fused_topk(*indexer_args(problem), k=64, split_epilogue=split_epilogue)
+    assert indices.shape == (127, 64)
+    with pytest.raises(TypeError, match="split_epilogue"):
+        fp8dsa.indexer_logits(*indexer_args(problem), split_epilogue="yes")
+
+
 def test_indexer_given_padded_logits_without_fill():
     problem = indexer_problem(1, [20], [45], 32)
     buffer = torch.full((20, 128), 3.0, device=DEVICE)

@@ -294,6 +294,8 @@ class TestScalarsAndSizes:
             fp8dsa.sparse_mla_prefill(mla["q"], mla["kv"], mla["indices"], SM_SCALE, kernel=3)
         with pytest.raises(TypeError, match="prefill: fused must be a bool"):
             fp8dsa.prefill(*[None] * 7, SM_SCALE, fused="no")
+        with pytest.raises(TypeError, match="prefill: split_epilogue must be a bool"):
+            fp8dsa.prefill(*[None] * 7, SM_SCALE, split_epilogue="no")
         # The stream handle's own check (a GPU call reaches it after the placement checks).
         from fp8dsa import _arrays
         assert _arrays._stream_handle(np.uint64(7)) == 7

@@ -96,7 +96,7 @@ struct Agreement {
 void run_case(const Case& c, int sampled_rows, int k) {
   const int64_t n = c.num_keys;
   const int h = c.num_heads;
-  // Our logits, as shipped, on the device.
+  // Our logits on the device, in each epilogue.
   IndexerParams p;
   p.num_tokens = kTokens;
   p.num_keys = n;

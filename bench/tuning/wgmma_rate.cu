@@ -50,6 +50,13 @@ __device__ __forceinline__ uint32_t smem_base(uint8_t* raw) {
   return (a + 1023u) & ~1023u;
 }
 
+// Small e4m3 values (0x30: 0.5 and friends) everywhere the wgmmas read, visible to them.
+__device__ __forceinline__ void fill_operands(uint32_t smem) {
+  for (uint32_t i = threadIdx.x; i < (kSmemBytes - 1024) / 4; i += blockDim.x) hw::sts32(smem + 4 * i, 0x30383038u);
+  hw::fence_proxy_async_smem();
+  __syncthreads();
+}
+
 template <int kRegs>
 __device__ __forceinline__ float fold(const float (&r)[kRegs]) {
   float s = 0.0f;
@@ -58,14 +65,30 @@ __device__ __forceinline__ float fold(const float (&r)[kRegs]) {
   return s;
 }
 
+// kAcc accumulators of kRegs registers: zeroed, and summed (to keep them live).
+template <int kAcc, int kRegs>
+__device__ __forceinline__ void zero(float (&acc)[kAcc][kRegs]) {
+#pragma unroll
+  for (int a = 0; a < kAcc; ++a)
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) acc[a][i] = 0.0f;
+}
+template <int kAcc, int kRegs>
+__device__ __forceinline__ float fold(float (&acc)[kAcc][kRegs]) {
+  float s = 0.0f;
+#pragma unroll
+  for (int a = 0; a < kAcc; ++a) {
+    hw::wgmma_fence_operands(acc[a]);
+    s += fold(acc[a]);
+  }
+  return s;
+}
+
 // Back-to-back m64nNk32: commit groups of 4 wgmmas, kAcc accumulators in turn.
 template <int N, bool kRs, int kAcc>
 __device__ __forceinline__ float back_to_back(uint32_t smem, int iters) {
   float acc[kAcc][N / 2];
-#pragma unroll
-  for (int a = 0; a < kAcc; ++a)
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) acc[a][i] = 0.0f;
+  zero(acc);
   uint32_t frag[4];
   hw::lds128(frag, smem + 16 * (threadIdx.x % 128));
   for (int it = 0; it < iters; ++it) {
@@ -89,16 +112,10 @@ __device__ __forceinline__ float back_to_back(uint32_t smem, int iters) {
     hw::wgmma_wait_group<1>();
   }
   hw::wgmma_wait_group<0>();
-  float s = 0.0f;
-#pragma unroll
-  for (int a = 0; a < kAcc; ++a) {
-    hw::wgmma_fence_operands(acc[a]);
-    s += fold(acc[a]);
-  }
-  return s;
+  return fold(acc);
 }
 
-enum class PvMode { kLoads, kFixed, kRescale, kAllLoaded };
+enum class PvMode { kLoads, kFixed, kRescale };
 
 // The seesaw's P.V of one pair, iters times (tiles a and b both read the K tile at smem).
 template <PvMode kMode>
@@ -106,60 +123,12 @@ __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int 
   const int thread = threadIdx.x % 128;
   const mla::ValueLoads loads = mla::value_loads(group, thread);
   float o[4][32];
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb)
-#pragma unroll
-    for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
+  zero(o);
   const uint64_t desc_pa = hw::kmajor_descriptor(smem + kPOffset, Swizzle::k64B, 64, 0);
   const uint64_t desc_pb = hw::advance_descriptor(desc_pa, 4096);
   uint32_t frag[2][4][4];
   mla::load_value_fragments(frag[0], smem, loads, 0);
   mla::load_value_fragments(frag[1], smem, loads, 1);
-  if constexpr (kMode == PvMode::kAllLoaded) {
-    // Every k-step's fragments loaded first (64 registers), then the 16 wgmmas in one commit group
-    // and one wait: the pattern's best case.
-    uint32_t more[2][4][4];
-    for (int it = 0; it < iters; ++it) {
-      mla::load_value_fragments(frag[0], smem, loads, 0);
-      mla::load_value_fragments(frag[1], smem, loads, 1);
-      mla::load_value_fragments(more[0], smem + 8192, loads, 0);
-      mla::load_value_fragments(more[1], smem + 8192, loads, 1);
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) {
-        hw::wgmma_fence_operands(o[mb]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          hw::wgmma_fence_operand(frag[0][mb][j]);
-          hw::wgmma_fence_operand(frag[1][mb][j]);
-          hw::wgmma_fence_operand(more[0][mb][j]);
-          hw::wgmma_fence_operand(more[1][mb][j]);
-        }
-      }
-      hw::wgmma_fence();
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) hw::WgmmaE4m3<64>::rs(o[mb], frag[0][mb], desc_pa, true);
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) hw::WgmmaE4m3<64>::rs(o[mb], frag[1][mb], hw::advance_descriptor(desc_pa, 32), true);
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) hw::WgmmaE4m3<64>::rs(o[mb], more[0][mb], desc_pb, true);
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) hw::WgmmaE4m3<64>::rs(o[mb], more[1][mb], hw::advance_descriptor(desc_pb, 32), true);
-      hw::wgmma_commit_group();
-      hw::wgmma_wait_group<0>();
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) {
-        hw::wgmma_fence_operands(o[mb]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          hw::wgmma_fence_operand(frag[0][mb][j]);
-          hw::wgmma_fence_operand(frag[1][mb][j]);
-          hw::wgmma_fence_operand(more[0][mb][j]);
-          hw::wgmma_fence_operand(more[1][mb][j]);
-        }
-      }
-    }
-    iters = 0;
-  }
   for (int it = 0; it < iters; ++it) {
     if constexpr (kMode == PvMode::kRescale) {
       const float f = 1.0f - 1e-7f * static_cast<float>(it % 3);
@@ -184,10 +153,44 @@ __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int 
     mla::value_mma_operands_free(o, frag[0]);
     mla::value_mma_operands_free(o, frag[1]);
   }
-  float s = 0.0f;
+  return fold(o);
+}
+
+// The same pair with every k-step's fragments loaded first (64 registers), then the 16 wgmmas in
+// one commit group and one wait.
+__device__ __forceinline__ float pair_values_all_loaded_loop(uint32_t smem, int iters, int group) {
+  const mla::ValueLoads loads = mla::value_loads(group, threadIdx.x % 128);
+  float o[4][32];
+  zero(o);
+  const uint64_t desc_pa = hw::kmajor_descriptor(smem + kPOffset, Swizzle::k64B, 64, 0);
+  const uint64_t desc_pb = hw::advance_descriptor(desc_pa, 4096);
+  const uint64_t desc_p[4] = {desc_pa, hw::advance_descriptor(desc_pa, 32), desc_pb,
+                              hw::advance_descriptor(desc_pb, 32)};
+  uint32_t frag[4][4][4];  // [k-step of the pair][block][register]
+  const auto fence_operands = [&]() {
 #pragma unroll
-  for (int mb = 0; mb < 4; ++mb) s += fold(o[mb]);
-  return s;
+    for (int mb = 0; mb < 4; ++mb) {
+      hw::wgmma_fence_operands(o[mb]);
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) hw::wgmma_fence_operand(frag[ks][mb][j]);
+    }
+  };
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) mla::load_value_fragments(frag[ks], smem + 8192 * (ks / 2), loads, ks % 2);
+    fence_operands();
+    hw::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mb = 0; mb < 4; ++mb) hw::WgmmaE4m3<64>::rs(o[mb], frag[ks][mb], desc_p[ks], true);
+    hw::wgmma_commit_group();
+    hw::wgmma_wait_group<0>();
+    fence_operands();
+  }
+  return fold(o);
 }
 
 // The same pair's P.V with V^T as a shared-memory operand (as if transposed there): 16 SS
@@ -196,10 +199,7 @@ __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int 
 template <bool kWide>
 __device__ __forceinline__ float pair_values_ss_loop(uint32_t smem, int iters) {
   float o[4][32];
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb)
-#pragma unroll
-    for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
+  zero(o);
   float (&wide)[128] = *reinterpret_cast<float(*)[128]>(&o[0][0]);
   const uint64_t desc_p = hw::kmajor_descriptor(smem + kPOffset, Swizzle::k64B, 64, 0);
   for (int it = 0; it < iters; ++it) {
@@ -223,12 +223,7 @@ __device__ __forceinline__ float pair_values_ss_loop(uint32_t smem, int iters) {
     hw::wgmma_commit_group();
     hw::wgmma_wait_group<0>();
   }
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) hw::wgmma_fence_operands(o[mb]);
-  float s = 0.0f;
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) s += fold(o[mb]);
-  return s;
+  return fold(o);
 }
 
 // One 18-k-step QK^T (Q at smem, K at smem + kBOffset, 576 bytes of K each) as chains of kChain
@@ -297,9 +292,7 @@ template <int N>
 __global__ void __launch_bounds__(256, 1) issue_kernel(int iters, int warpgroups, long long* out) {
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem = smem_base(smem_raw);
-  for (uint32_t i = threadIdx.x; i < (kSmemBytes - 1024) / 4; i += blockDim.x) hw::sts32(smem + 4 * i, 0x30383038u);
-  hw::fence_proxy_async_smem();
-  __syncthreads();
+  fill_operands(smem);
   const int wg = threadIdx.x / 128;
   if (wg >= warpgroups) return;
   long long issue = 0, done = 0;
@@ -316,10 +309,7 @@ template <Kind kKind, int N, int kAcc>
 __global__ void __launch_bounds__(256, 1) rate_kernel(int iters, int warpgroups, long long* cycles, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem = smem_base(smem_raw);
-  // Small e4m3 values (0x30: 0.5 and friends) everywhere the wgmmas read.
-  for (uint32_t i = threadIdx.x; i < (kSmemBytes - 1024) / 4; i += blockDim.x) hw::sts32(smem + 4 * i, 0x30383038u);
-  hw::fence_proxy_async_smem();
-  __syncthreads();
+  fill_operands(smem);
   const int wg = threadIdx.x / 128;
   if (wg >= warpgroups) return;
   const long long t0 = clock64();
@@ -333,7 +323,7 @@ __global__ void __launch_bounds__(256, 1) rate_kernel(int iters, int warpgroups,
   } else if constexpr (kKind == Kind::kPvRescale) {
     s = pair_values_loop<PvMode::kRescale>(smem, iters, wg);
   } else if constexpr (kKind == Kind::kPvAllLoaded) {
-    s = pair_values_loop<PvMode::kAllLoaded>(smem, iters, wg);
+    s = pair_values_all_loaded_loop(smem, iters, wg);
   } else if constexpr (kKind == Kind::kPvSs) {
     s = pair_values_ss_loop<false>(smem, iters);
   } else if constexpr (kKind == Kind::kPvSsWide) {
@@ -344,6 +334,12 @@ __global__ void __launch_bounds__(256, 1) rate_kernel(int iters, int warpgroups,
   const long long t1 = clock64();
   if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + wg] = t1 - t0;
   if (s == 12345.0f) *sink = s;  // keeps the results live
+}
+
+// The median of one value a CTA (reorders v).
+double median(std::vector<long long>& v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return static_cast<double>(v[v.size() / 2]);
 }
 
 struct Row {
@@ -402,9 +398,8 @@ int main(int argc, char** argv) {
       FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(host.data(), cycles, sizeof(long long) * 2 * sms, cudaMemcpyDeviceToHost));
       std::vector<long long> per_cta(sms);
       for (int c = 0; c < sms; ++c) per_cta[c] = std::max(host[2 * c], host[2 * c + 1]);
-      std::nth_element(per_cta.begin(), per_cta.begin() + sms / 2, per_cta.end());
       // With two warpgroups the tensor pipe is shared: cycles per unit of both groups' work.
-      per_unit[wgs - 1] = static_cast<double>(per_cta[sms / 2]) / (row.units_per_iter * iters * wgs);
+      per_unit[wgs - 1] = median(per_cta) / (row.units_per_iter * iters * wgs);
     }
     std::printf("%-14s %12.1f %12.1f\n", row.name.c_str(), per_unit[0], per_unit[1]);
   }
@@ -433,11 +428,8 @@ int main(int argc, char** argv) {
           issue[c] = host[4 * c];
           done[c] = host[4 * c + 1];
         }
-        std::nth_element(issue.begin(), issue.begin() + sms / 2, issue.end());
-        std::nth_element(done.begin(), done.begin() + sms / 2, done.end());
         std::printf("16 units as %2d x m64n%dk32, %d warpgroup(s): issue holds the warp %.0f cycles, complete after %.0f\n",
-                    16 * 64 / shape.n, shape.n, wgs, static_cast<double>(issue[sms / 2]) / n,
-                    static_cast<double>(done[sms / 2]) / n);
+                    16 * 64 / shape.n, shape.n, wgs, median(issue) / n, median(done) / n);
       }
     }
     FP8DSA_TOOL_CHECK_CUDA(cudaFree(out));

@@ -46,7 +46,6 @@ struct RegisterSmem {
   RowSmem<kThreads, kNoCandidates> row;  // histogram, the k output pairs, the sort
   // Per warp: the threshold search's bin sums, then the emit's keys above tau | equal to it << 16.
   uint32_t warp_sums[kThreads / 32];
-  uint32_t discard;       // the histogram increments of keys outside the bucket being refined
   uint32_t head_keys[4];  // the keys before the row's first 16-byte boundary (0-3), then 0
 };
 
@@ -226,21 +225,38 @@ __device__ __forceinline__ void load_row(const float* first, uint32_t len, Regis
   }
 }
 
+// The bin past the histogram's last, where a level counts the keys outside the bucket it refines:
+// the row's candidate list, which this kernel does not use otherwise.
+inline constexpr uint32_t kDiscardBin = kNumBins;
+template <int kThreads>
+constexpr bool discard_bin_follows_histogram() {
+  using Select = decltype(RowSmem<kThreads, kNoCandidates>::u.select);
+  return offsetof(Select, cand_key) == sizeof(uint32_t) * kDiscardBin;
+}
+
 // Adds the keys whose digits above level kLevel's are `prefix` to the level's histogram; the others
-// add to `discard` (an increment of 1 at one address a lane is one ATOMS.POPC.INC a warp, the lanes
-// of one address counted together; ptxas turns a predicated one into a branch, three more
-// instructions a key; `discard` is taken as an index from hist so that the select picks an offset).
-// The pads of the row's last live warp may add to bin 0 of a level: they rank below every key of
-// the row, which holds more than k keys, so no threshold lands on them.
+// add to kDiscardBin (an increment of 1 at one address a lane is one ATOMS.POPC.INC a warp, the
+// lanes of one address counted together; ptxas turns a predicated one into a branch, three more
+// instructions a key). The pads of the row's last live warp may add to bin 0 of a level: they rank
+// below every key of the row, which holds more than k keys, so no threshold lands on them.
 template <int kLevel, class Shape>
-__device__ __forceinline__ void histogram_level(const RegisterRow<Shape>& r, uint32_t prefix, uint32_t* hist,
-                                                uint32_t* discard) {
-  const uint32_t discard_bin = static_cast<uint32_t>(discard - hist);
+__device__ __forceinline__ void histogram_level(const RegisterRow<Shape>& r, uint32_t prefix, uint32_t* hist) {
+  static_assert(discard_bin_follows_histogram<Shape::kThreads>(), "kDiscardBin is the word after the histogram");
   auto add = [&](uint32_t key) {
     // Below 2^(bits below the chosen digits) exactly when key's chosen digits are the prefix's.
     const uint32_t rest = key ^ prefix;
-    const bool hit = kLevel == 0 || rest < (1u << level_shift(kLevel > 0 ? kLevel - 1 : 0));
-    atomicAdd(&hist[hit ? rest >> level_shift(kLevel) : discard_bin], 1u);
+    uint32_t bin;
+    if constexpr (kLevel == 0) {
+      bin = rest >> level_shift(0);
+    } else if constexpr (level_shift(kLevel) + 11 == level_shift(kLevel - 1)) {
+      // An 11-bit digit: rest >> shift is below 2^11 = kDiscardBin exactly when the key is in the
+      // bucket, so a minimum replaces the compare and select (one instruction a key fewer).
+      static_assert(kDiscardBin == 1u << 11, "the 11-bit digit's first value past the bucket");
+      bin = min(rest >> level_shift(kLevel), kDiscardBin);
+    } else {
+      bin = rest < (1u << level_shift(kLevel - 1)) ? rest >> level_shift(kLevel) : kDiscardBin;
+    }
+    atomicAdd(&hist[bin], 1u);
   };
   const uint32_t head = r.head();
   if (head != 0u) add(head);
@@ -269,7 +285,7 @@ __device__ __forceinline__ Selection select_threshold(const RegisterRow<Shape>& 
                                                       RegisterSmem<Shape::kThreads>& s) {
   constexpr int kThreads = Shape::kThreads;
   uint32_t* hist = s.row.u.select.hist;
-  histogram_level<0>(r, 0u, hist, &s.discard);
+  histogram_level<0>(r, 0u, hist);
   __syncthreads();
   const Threshold t0 = find_threshold_bin_lean<kThreads, true>(hist, k, s.warp_sums, &s.row.slots[0]);
   const uint32_t prefix1 = t0.bin << level_shift(0);
@@ -278,14 +294,14 @@ __device__ __forceinline__ Selection select_threshold(const RegisterRow<Shape>& 
   // pads: with the keys above it, that bucket holds every key of the row, more than k.)
   if (t0.count == k0) return {prefix1, 0u, false};
 
-  histogram_level<1>(r, prefix1, hist, &s.discard);
+  histogram_level<1>(r, prefix1, hist);
   __syncthreads();
   const Threshold t1 = find_threshold_bin_lean<kThreads, true>(hist, k0, s.warp_sums, &s.row.slots[1]);
   const uint32_t prefix2 = prefix1 | (t1.bin << level_shift(1));
   const uint32_t k1 = k0 - t1.above;
   if (t1.count == k1) return {prefix2, 0u, false};
 
-  histogram_level<2>(r, prefix2, hist, &s.discard);
+  histogram_level<2>(r, prefix2, hist);
   __syncthreads();
   const Threshold t2 = find_threshold_bin_lean<kThreads, false>(hist, k1, s.warp_sums, &s.row.slots[2]);
   const uint32_t ties = k1 - t2.above;

@@ -23,8 +23,10 @@ namespace detail::topk {
 //   session), beside the kernels it replaces and SGLang's top-k v2 in the same call: 4096 causal
 //   rows of N = 8192 in 0.069-0.070 ms (the row kernel 0.194, SGLang 0.083), N = 32768 in
 //   0.273-0.274 ms (the filter kernel 0.351-0.365, SGLang 0.266-0.268); full rows 4096 x 8192 0.075
-//   ms (0.204), 4096 x 32768 0.283 (0.348). Its other thread counts (bench/tuning/topk_timing.cu)
-//   are not compared on a GPU yet.
+//   ms (0.204), 4096 x 32768 0.283 (0.348). With the predicated emit and level 1 binned by a
+//   minimum (thirty-sixth session, bench/journal/2026-12-07.md, H100): 0.063 ms at 8K and 0.248 at
+//   32K causal (SGLang's top-k v2 0.083-0.084 and 0.267-0.271 in the same calls). Its other thread
+//   counts (bench/tuning/topk_timing.cu) are not compared on a GPU yet.
 // Longer rows, measured on an H200 (bench/tuning/topk_timing.cu, median of 15, full rows, k = 2048):
 // - Split a row over several CTAs only for long rows that leave most SMs idle: each split costs
 //   ~0.04 ms of chained launches. T=16 / T=1 x 131072: split 0.053 / 0.042 ms vs one CTA a row

@@ -3,8 +3,8 @@
 // kIters launches over rotating input sets; an FP8DSA_TUNING build adds the register kernel's other
 // shapes), checks that the paths agree with the chosen one, and
 // times the CUB sort baseline (full rows). Then prefill's causal rows (row t of T sees [0, N - T + t
-// + 1), as fp8dsa_bench's) at the register kernel's sizes. Build: ninja fp8dsa_topk_timing; run with
-// no arguments.
+// + 1), as fp8dsa_bench's) at the register kernel's sizes and at 128K (the filter kernel's). Build:
+// ninja fp8dsa_topk_timing; run with no arguments, or with `causal` for the causal shapes only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -205,14 +205,21 @@ void run_shape(const Shape& shape, bool with_baseline) {
 
 }  // namespace
 
-int main() {
-  const Shape official[] = {{4096, 8192}, {4096, 16384}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
-  for (const Shape& s : official) run_shape(s, true);
-  // The split / one-CTA switch point.
-  const Shape sweep[] = {{1, 8192},   {64, 8192},   {1, 32768},   {8, 32768}, {64, 32768},
-                         {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
-  for (const Shape& s : sweep) run_shape(s, false);
-  const Shape causal[] = {{4096, 8192, true}, {4096, 16384, true}, {4096, 32768, true}};
+int main(int argc, char** argv) {
+  const bool causal_only = argc > 1 && std::string(argv[1]) == "causal";
+  if (argc > 1 && !causal_only) {
+    std::fprintf(stderr, "usage: %s [causal]\n", argv[0]);
+    return 2;
+  }
+  if (!causal_only) {
+    const Shape official[] = {{4096, 8192}, {4096, 16384}, {4096, 32768}, {8192, 65536}, {64, 131072}, {1, 1048576}};
+    for (const Shape& s : official) run_shape(s, true);
+    // The split / one-CTA switch point.
+    const Shape sweep[] = {{1, 8192},   {64, 8192},   {1, 32768},   {8, 32768}, {64, 32768},
+                           {1, 131072}, {16, 131072}, {8, 1048576}, {64, 1048576}};
+    for (const Shape& s : sweep) run_shape(s, false);
+  }
+  const Shape causal[] = {{4096, 8192, true}, {4096, 16384, true}, {4096, 32768, true}, {4096, 131072, true}};
   for (const Shape& s : causal) run_shape(s, false);
   std::printf("\n==== summary (chosen path, median of %d) ====\n", kIters);
   for (const std::string& line : g_summary) std::printf("%s\n", line.c_str());

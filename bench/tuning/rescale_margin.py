@@ -111,7 +111,8 @@ def emulated(q, kv, sel_t, margin, tile=64):
 
 def main():
     rng = np.random.default_rng(7)
-    T, H, N, topk = int(sys.argv[1]) if len(sys.argv) > 1 else 24, 64, 32768, 2048
+    T = int(sys.argv[1]) if len(sys.argv) > 1 else 24
+    H, N, topk = 64, 32768, 2048
     margins = [2.0, 4.0, 6.0, 8.0]
     kinds = ["realistic:3", "realistic:6", "random:1", "random:3.5", "random:10"]
     print(f"T={T} tokens, h={H}, topk={topk}, N={N}; 64-key tiles in selection order")

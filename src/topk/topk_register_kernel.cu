@@ -401,10 +401,10 @@ __device__ __forceinline__ void emit_selection(const RegisterRow<Shape>& r, Sele
     // Counts up to and including this lane's vector j; each key taken off going backwards leaves
     // the counts before it.
     uint32_t g = n_gt + byte_of(gt[j / 4], j % 4);
-    uint32_t e = n_eq + byte_of(eq[j / 4], j % 4);
     const uint4 k4 = r.keys(j);
     const uint32_t key[4] = {k4.x, k4.y, k4.z, k4.w};
     if constexpr (kSplitTies) {
+      uint32_t e = n_eq + byte_of(eq[j / 4], j % 4);
 #pragma unroll
       for (int c = 3; c >= 0; --c) {
         g -= above(key[c]) ? 1u : 0u;

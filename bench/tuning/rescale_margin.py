@@ -111,6 +111,8 @@ def emulated(q, kv, sel_t, margin, tile=64):
 
 def main():
     rng = np.random.default_rng(7)
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and not (sys.argv[1].isdigit() and int(sys.argv[1]) >= 1)):
+        sys.exit(f"usage: {sys.argv[0]} [tokens >= 1]")
     T = int(sys.argv[1]) if len(sys.argv) > 1 else 24
     H, N, topk = 64, 32768, 2048
     margins = [2.0, 4.0, 6.0, 8.0]

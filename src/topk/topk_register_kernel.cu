@@ -228,6 +228,8 @@ __device__ __forceinline__ void load_row(const float* first, uint32_t len, Regis
 // The bin past the histogram's last, where a level counts the keys outside the bucket it refines:
 // the row's candidate list, which this kernel does not use otherwise.
 inline constexpr uint32_t kDiscardBin = kNumBins;
+// Level 2's first bin: its 1024 digits take the histogram's top half (see histogram_level).
+inline constexpr uint32_t kLastDigitBin0 = kNumBins - (1u << level_shift(1));
 template <int kThreads>
 constexpr bool discard_bin_follows_histogram() {
   using Select = decltype(RowSmem<kThreads, kNoCandidates>::u.select);
@@ -254,7 +256,13 @@ __device__ __forceinline__ void histogram_level(const RegisterRow<Shape>& r, uin
       static_assert(kDiscardBin == 1u << 11, "the 11-bit digit's first value past the bucket");
       bin = min(rest >> level_shift(kLevel), kDiscardBin);
     } else {
-      bin = rest < (1u << level_shift(kLevel - 1)) ? rest >> level_shift(kLevel) : kDiscardBin;
+      // The last, 10-bit digit, binned at kLastDigitBin0 + digit: (key - prefix) + kLastDigitBin0
+      // is below kDiscardBin for the bucket's keys and at or above it for every key above the
+      // bucket; keys at most 1024 below the bucket wrap into bins [0, kLastDigitBin0), under the
+      // bucket's bins, where the threshold search (from the top, the bucket holding enough keys)
+      // never looks. A subtraction and a minimum replace the compare and select.
+      static_assert(kLevel == 2 && level_shift(2) == 0 && level_shift(1) == 10, "the last digit is bits 0-9");
+      bin = min(key - prefix + kLastDigitBin0, kDiscardBin);
     }
     atomicAdd(&hist[bin], 1u);
   };
@@ -305,7 +313,7 @@ __device__ __forceinline__ Selection select_threshold(const RegisterRow<Shape>& 
   __syncthreads();
   const Threshold t2 = find_threshold_bin_lean<kThreads, false>(hist, k1, s.warp_sums, &s.row.slots[2]);
   const uint32_t ties = k1 - t2.above;
-  return {prefix2 | t2.bin, ties, ties < t2.count};
+  return {prefix2 | (t2.bin - kLastDigitBin0), ties, ties < t2.count};
 }
 
 // Writes the selection in ascending key order: the offsets into s.row.out_idx[0, k), with kKeys

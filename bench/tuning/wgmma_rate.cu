@@ -11,6 +11,8 @@
 //                       O^T, V^T fragments built from shared loads and byte permutes, double-buffered,
 //                       the waits of seesaw_kernel.cuh's pair_values; "pv fixed" keeps the fragments
 //                       (no loads: the waits alone); "pv rescale" multiplies O^T by factors first
+//   pv ldsm             the same with the fragments from ldmatrix.x4.trans and 4 byte permutes a block
+//                       (half the instructions of value_layout.h's loads)
 //   pv all loaded       the same with every k-step's fragments loaded first, one commit and one wait
 //   pv ss n64 / n256    the pair's P.V with V^T in shared memory: 16 SS m64n64k32, or O = P.V as 4 SS
 //                       m64n256k32 (FlashAttention-3's FP8 form), one wait a pair
@@ -115,20 +117,50 @@ __device__ __forceinline__ float back_to_back(uint32_t smem, int iters) {
   return fold(acc);
 }
 
-enum class PvMode { kLoads, kFixed, kRescale };
+enum class PvMode { kLoads, kFixed, kRescale, kLdsm };
+
+// The same fragments from ldmatrix.x4.trans (a candidate for value_layout.h): in block mb, warp w of
+// group g takes the 16-byte chunk w of column block 4 g + mb of the tile's 32 keys of k-step ks (lane
+// l addresses key 32 ks + l); lane l = 4 r + q then holds d_v bytes {2 r, 2 r + 1} of the chunk for
+// keys 8 i + 2 q + {0, 1} of matrix i, and two byte permutes a matrix pair make rows 2 r (M row r)
+// and 2 r + 1 (M row r + 8) of keys {2q, 2q + 1, 8 + 2q, 9 + 2q}: key_order.h's order.
+__device__ __forceinline__ uint32_t ldsm_value_base(int group, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  return static_cast<uint32_t>(4 * group * 4096 + lane * 64 + ((warp ^ ((lane >> 1) & 3)) << 4));
+}
+__device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4], uint32_t k_tile, uint32_t base,
+                                                          int ks) {
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) {
+    uint32_t x[4];
+    hw::ldsm_x4_trans(x, k_tile + base + static_cast<uint32_t>(mb * 4096 + ks * 2048));
+    frag[mb][0] = hw::byte_perm(x[0], x[1], 0x6420u);
+    frag[mb][1] = hw::byte_perm(x[0], x[1], 0x7531u);
+    frag[mb][2] = hw::byte_perm(x[2], x[3], 0x6420u);
+    frag[mb][3] = hw::byte_perm(x[2], x[3], 0x7531u);
+  }
+}
 
 // The seesaw's P.V of one pair, iters times (tiles a and b both read the K tile at smem).
 template <PvMode kMode>
 __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int group) {
   const int thread = threadIdx.x % 128;
   const mla::ValueLoads loads = mla::value_loads(group, thread);
+  const uint32_t ldsm_base = ldsm_value_base(group, thread);
+  const auto load = [&](uint32_t (&f)[4][4], uint32_t tile, int ks) {
+    if constexpr (kMode == PvMode::kLdsm) {
+      load_value_fragments_ldsm(f, tile, ldsm_base, ks);
+    } else {
+      mla::load_value_fragments(f, tile, loads, ks);
+    }
+  };
   float o[4][32];
   zero(o);
   const uint64_t desc_pa = hw::kmajor_descriptor(smem + kPOffset, Swizzle::k64B, 64, 0);
   const uint64_t desc_pb = hw::advance_descriptor(desc_pa, 4096);
   uint32_t frag[2][4][4];
-  mla::load_value_fragments(frag[0], smem, loads, 0);
-  mla::load_value_fragments(frag[1], smem, loads, 1);
+  load(frag[0], smem, 0);
+  load(frag[1], smem, 1);
   for (int it = 0; it < iters; ++it) {
     if constexpr (kMode == PvMode::kRescale) {
       const float f = 1.0f - 1e-7f * static_cast<float>(it % 3);
@@ -137,17 +169,17 @@ __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int 
 #pragma unroll
         for (int r = 0; r < 32; ++r) o[mb][r] *= f;
     }
-    if constexpr (kMode != PvMode::kFixed) mla::load_value_fragments(frag[0], smem, loads, 0);
+    if constexpr (kMode != PvMode::kFixed) load(frag[0], smem, 0);
     mla::issue_value_mma_step(o, frag[0], desc_pa, desc_pa);
-    if constexpr (kMode != PvMode::kFixed) mla::load_value_fragments(frag[1], smem, loads, 1);
+    if constexpr (kMode != PvMode::kFixed) load(frag[1], smem, 1);
     mla::issue_value_mma_step(o, frag[1], hw::advance_descriptor(desc_pa, 32), hw::advance_descriptor(desc_pa, 32));
     hw::wgmma_wait_group<1>();
     mla::value_mma_operands_free(o, frag[0]);
-    if constexpr (kMode != PvMode::kFixed) mla::load_value_fragments(frag[0], smem + 8192, loads, 0);
+    if constexpr (kMode != PvMode::kFixed) load(frag[0], smem + 8192, 0);
     mla::issue_value_mma_step(o, frag[0], desc_pb, desc_pb);
     hw::wgmma_wait_group<1>();
     mla::value_mma_operands_free(o, frag[1]);
-    if constexpr (kMode != PvMode::kFixed) mla::load_value_fragments(frag[1], smem + 8192, loads, 1);
+    if constexpr (kMode != PvMode::kFixed) load(frag[1], smem + 8192, 1);
     mla::issue_value_mma_step(o, frag[1], hw::advance_descriptor(desc_pb, 32), hw::advance_descriptor(desc_pb, 32));
     hw::wgmma_wait_group<0>();
     mla::value_mma_operands_free(o, frag[0]);
@@ -303,7 +335,7 @@ __global__ void __launch_bounds__(256, 1) issue_kernel(int iters, int warpgroups
   }
 }
 
-enum class Kind { kSs, kRs, kPv, kPvFixed, kPvRescale, kPvAllLoaded, kPvSs, kPvSsWide, kQk };
+enum class Kind { kSs, kRs, kPv, kPvLdsm, kPvFixed, kPvRescale, kPvAllLoaded, kPvSs, kPvSsWide, kQk };
 
 template <Kind kKind, int N, int kAcc>
 __global__ void __launch_bounds__(256, 1) rate_kernel(int iters, int warpgroups, long long* cycles, float* sink) {
@@ -318,6 +350,8 @@ __global__ void __launch_bounds__(256, 1) rate_kernel(int iters, int warpgroups,
     s = back_to_back<N, kKind == Kind::kRs, kAcc>(smem, iters);
   } else if constexpr (kKind == Kind::kPv) {
     s = pair_values_loop<PvMode::kLoads>(smem, iters, wg);
+  } else if constexpr (kKind == Kind::kPvLdsm) {
+    s = pair_values_loop<PvMode::kLdsm>(smem, iters, wg);
   } else if constexpr (kKind == Kind::kPvFixed) {
     s = pair_values_loop<PvMode::kFixed>(smem, iters, wg);
   } else if constexpr (kKind == Kind::kPvRescale) {
@@ -371,6 +405,7 @@ int main(int argc, char** argv) {
       {"rs n128 x2", rate_kernel<Kind::kRs, 128, 2>, 8},
       {"rs n256 x1", rate_kernel<Kind::kRs, 256, 1>, 16},
       {"pv", rate_kernel<Kind::kPv, 64, 4>, 16},
+      {"pv ldsm", rate_kernel<Kind::kPvLdsm, 64, 4>, 16},
       {"pv fixed", rate_kernel<Kind::kPvFixed, 64, 4>, 16},
       {"pv rescale", rate_kernel<Kind::kPvRescale, 64, 4>, 16},
       {"pv all loaded", rate_kernel<Kind::kPvAllLoaded, 64, 4>, 16},

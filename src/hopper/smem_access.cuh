@@ -20,6 +20,17 @@ __device__ __forceinline__ void lds128(uint32_t (&r)[4], uint32_t address) {
                : "r"(address)
                : "memory");
 }
+// ldmatrix.x4.trans over 16-bit elements: four 8 x 8 matrices whose rows (16 bytes each) lanes
+// 8i .. 8i + 7 address for matrix i; lane l receives, in r[i], elements (l / 4, 2 (l % 4)) and
+// (l / 4, 2 (l % 4) + 1) of matrix i transposed, i.e. 16-bit column l / 4 of source rows 2 (l % 4)
+// and 2 (l % 4) + 1.
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address)
+               : "memory");
+}
+
 __device__ __forceinline__ void sts8(uint32_t address, uint32_t v) {
   asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }

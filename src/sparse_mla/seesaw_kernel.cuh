@@ -97,7 +97,7 @@ __device__ __forceinline__ void wait_full(uint32_t smem, int tile) {
 // released once this thread has read its V^T. Every wgmma is complete on return.
 // (The later QK^T chains of the next tile follow rather than interleave: S, the lead accumulator,
 // O^T and a k-step's fragments together do not fit a math group's 232 registers.)
-__device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_frag)[4][4], const ValueLoads& loads,
+__device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_frag)[4][4], uint32_t loads,
                                             uint32_t stage_a, uint32_t stage_b, uint32_t empty_a, uint32_t empty_b,
                                             uint64_t desc_pa) {
   const uint64_t desc_pb = hopper::advance_descriptor(desc_pa, C::kPSlotBytes);
@@ -107,16 +107,16 @@ __device__ __forceinline__ void pair_values(float (&o)[4][32], uint32_t (&first_
 #pragma unroll
     for (int j = 0; j < 4; ++j) frag[0][mb][j] = first_frag[mb][j];
   issue_value_mma_step(o, frag[0], desc_pa, desc_pa);
-  load_value_fragments(frag[1], stage_a, loads, 1);
+  load_value_fragments_ldsm(frag[1], stage_a, loads, 1);
   hopper::mbarrier_arrive_at(empty_a);
   issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pa, 32), hopper::advance_descriptor(desc_pa, 32));
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[0]);
-  load_value_fragments(frag[0], stage_b, loads, 0);
+  load_value_fragments_ldsm(frag[0], stage_b, loads, 0);
   issue_value_mma_step(o, frag[0], desc_pb, desc_pb);
   hopper::wgmma_wait_group<1>();
   value_mma_operands_free(o, frag[1]);
-  load_value_fragments(frag[1], stage_b, loads, 1);
+  load_value_fragments_ldsm(frag[1], stage_b, loads, 1);
   hopper::mbarrier_arrive_at(empty_b);
   issue_value_mma_step(o, frag[1], hopper::advance_descriptor(desc_pb, 32), hopper::advance_descriptor(desc_pb, 32));
   hopper::wgmma_wait_group<0>();
@@ -143,7 +143,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
   float* bound_own = reinterpret_cast<float*>(smem_ptr + C::kBoundOffset) + m * C::kHeads + row_lo;
   const float* bound_peer = reinterpret_cast<const float*>(smem_ptr + C::kBoundOffset) + (1 - m) * C::kHeads + row_lo;
   float* alpha_buf = reinterpret_cast<float*>(smem_ptr + C::kAlphaOffset) + m * C::kHeads;
-  const ValueLoads loads = value_loads(m, thread);
+  const uint32_t loads = value_ldsm_offset(m, thread);
 
   // The rows' softmax state (score_rows.cuh); m_bound and m_ref are the same in both groups.
   float thread_max[2] = {-INFINITY, -INFINITY}, m_bound[2] = {-INFINITY, -INFINITY};
@@ -205,7 +205,7 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
     wait_full(smem, tile_a + 1 - m);
     const uint32_t stage_a = stage_address(smem, tile_a), stage_b = stage_address(smem, tile_b);
     uint32_t first_frag[4][4];  // V^T does not depend on P: loaded before the barrier
-    load_value_fragments(first_frag, stage_a, loads, 0);
+    load_value_fragments_ldsm(first_frag, stage_a, loads, 0);
     // Both groups' P: each group adds both tiles (measured: adding its own tile first, behind a
     // barrier of its own, and the other group's on an mbarrier signal, was 2-3% slower).
     hopper::named_barrier_sync(kSeesawP, C::kMathThreads);
@@ -259,10 +259,9 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
   }
   hopper::named_barrier_sync(kSeesawEnd, C::kMathThreads);
 
-  // Each (head, 8 d_v columns) the thread holds as one 16-byte store; a warp's store covers 4 heads
-  // x 128 contiguous bytes.
-  __nv_bfloat16* out = p.out + blockIdx.y * p.out_part_stride + token * p.out_token_stride + head0 * p.out_head_stride +
-                       value_dv(m, warp, lane);
+  // Each (head, block) the thread holds is two adjacent d_v columns (value_dv_ldsm): one 4-byte store;
+  // a warp's store covers 4 heads x 32 contiguous bytes.
+  __nv_bfloat16* out = p.out + blockIdx.y * p.out_part_stride + token * p.out_token_stride + head0 * p.out_head_stride;
 #pragma unroll
   for (int c = 0; c < 8; ++c)
 #pragma unroll
@@ -270,14 +269,12 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       const int head = value_head(lane, c, e);
       if (head0 + head >= p.num_heads) continue;  // h = 32 runs as one block with rows past h zero
       const float f = out_scale[head];
-      uint32_t words[4];
 #pragma unroll
       for (int mb = 0; mb < 4; ++mb) {
-        // block mb's row halves 0 / 1 are d_v columns 2 mb and 2 mb + 1 of the thread's eight
+        // block mb's row halves 0 / 1 are d_v columns value_dv_ldsm(...) and the next
         const __nv_bfloat162 v = __floats2bfloat162_rn(o[mb][4 * c + e] * f, o[mb][4 * c + 2 + e] * f);
-        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
+        *reinterpret_cast<__nv_bfloat162*>(out + head * p.out_head_stride + value_dv_ldsm(m, warp, lane, mb)) = v;
       }
-      *reinterpret_cast<uint4*>(out + head * p.out_head_stride) = make_uint4(words[0], words[1], words[2], words[3]);
     }
   FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkEnd);
 }

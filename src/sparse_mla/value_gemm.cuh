@@ -19,6 +19,21 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
                         [&](uint32_t offset, uint32_t (&words)[2]) { hopper::lds64(words, k_tile + offset); });
 }
 
+// The same fragments from ldmatrix.x4.trans (value_layout.h: value_ldsm_offset), block mb's M rows
+// at value_dv_ldsm's columns.
+__device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4], uint32_t k_tile, uint32_t offset,
+                                                          int ks) {
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) {
+    uint32_t x[4];
+    hopper::ldsm_x4_trans(x, k_tile + offset + static_cast<uint32_t>(mb * 4096 + ks * 2048));
+    frag[mb][0] = hopper::byte_perm(x[0], x[1], 0x6420u);
+    frag[mb][1] = hopper::byte_perm(x[0], x[1], 0x7531u);
+    frag[mb][2] = hopper::byte_perm(x[2], x[3], 0x6420u);
+    frag[mb][3] = hopper::byte_perm(x[2], x[3], 0x7531u);
+  }
+}
+
 // O^T *= the tile's rescale factors (alpha: the slot's [64 heads] f32): registers 4c + {0, 2} of
 // every block are head value_head(lane, c, 0), 4c + {1, 3} the next.
 __device__ __forceinline__ void rescale_value_accumulators(float (&o)[4][32], const float* alpha, int lane) {

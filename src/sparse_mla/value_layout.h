@@ -88,6 +88,24 @@ FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const Valu
   }
 }
 
+// The seesaw's V^T fragments from ldmatrix.x4.trans (value_gemm.cuh: load_value_fragments_ldsm),
+// half the instructions of value_loads' 8-byte loads and permutes. In block mb, warp `warp` of value
+// group w reads 16-byte chunk `warp` of 64-column atom 4 w + mb, lane l addressing key 32 ks + l of
+// k-step ks; lane l = 4 r + q then receives 16-bit column r (d_v bytes 2 r, 2 r + 1 of the chunk) of
+// keys 8 i + 2 q + {0, 1} in matrix i, and two byte permutes a matrix pair make M row r (d_v 2 r) and
+// row r + 8 (d_v 2 r + 1) of keys {2q, 2q + 1, 8 + 2q, 9 + 2q} (+ 16 for the k-step's upper half):
+// key_order.h's order. So block mb's row half hh is d_v column value_dv_ldsm(w, warp, lane, mb) + hh.
+FP8DSA_HOST_DEVICE constexpr int value_dv_ldsm(int w, int warp, int lane, int mb) {
+  return kValueGroupDv * w + 64 * mb + 16 * warp + 2 * (lane / 4);
+}
+// The thread's ldmatrix row address in a K tile for block 0 of k-step 0: block mb adds 4096 mb
+// (one SW64 atom of 64 rows), k-step ks 2048 ks. Row (key) l's chunk c sits at 16 (c ^ (l / 2) % 4).
+FP8DSA_HOST_DEVICE constexpr uint32_t value_ldsm_offset(int w, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+  constexpr int kAtomBytes = MlaShape::kKeysPerTile * 64;
+  return static_cast<uint32_t>(kValueGroupDv / 64 * w * kAtomBytes + lane * 64 + ((warp ^ ((lane / 2) % 4)) << 4));
+}
+
 // A gather of 64-row tiles by 128 threads in two passes p (rows 32p + thread / 4), thread `thread`
 // copying 16-byte chunk thread % 4 of each 64-byte atom it copies (the V3.2-row kernel's value
 // groups): the chunk's shared offset in any tile is value_share_offset(thread) + 4096 atom + 2048 p,

@@ -26,11 +26,8 @@ __device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4]
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb) {
     uint32_t x[4];
-    hopper::ldsm_x4_trans(x, k_tile + offset + static_cast<uint32_t>(mb * 4096 + ks * 2048));
-    frag[mb][0] = hopper::byte_perm(x[0], x[1], 0x6420u);
-    frag[mb][1] = hopper::byte_perm(x[0], x[1], 0x7531u);
-    frag[mb][2] = hopper::byte_perm(x[2], x[3], 0x6420u);
-    frag[mb][3] = hopper::byte_perm(x[2], x[3], 0x7531u);
+    hopper::ldsm_x4_trans(x, k_tile + offset + value_ldsm_step(mb, ks));
+    value_fragment_from_ldsm(frag[mb], x);
   }
 }
 

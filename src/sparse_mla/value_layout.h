@@ -98,12 +98,25 @@ FP8DSA_HOST_DEVICE void build_value_fragments(uint32_t (&frag)[4][4], const Valu
 FP8DSA_HOST_DEVICE constexpr int value_dv_ldsm(int w, int warp, int lane, int mb) {
   return kValueGroupDv * w + 64 * mb + 16 * warp + 2 * (lane / 4);
 }
-// The thread's ldmatrix row address in a K tile for block 0 of k-step 0: block mb adds 4096 mb
-// (one SW64 atom of 64 rows), k-step ks 2048 ks. Row (key) l's chunk c sits at 16 (c ^ (l / 2) % 4).
+// The thread's ldmatrix row address in a K tile for block mb of k-step ks: value_ldsm_offset(w,
+// thread) + value_ldsm_step(mb, ks). Row (key) l's chunk c sits at 16 (c ^ (l / 2) % 4) of its row,
+// block mb one SW64 atom of 64 rows further, k-step ks 32 rows.
 FP8DSA_HOST_DEVICE constexpr uint32_t value_ldsm_offset(int w, int thread) {
   const int warp = thread / 32, lane = thread % 32;
   constexpr int kAtomBytes = MlaShape::kKeysPerTile * 64;
   return static_cast<uint32_t>(kValueGroupDv / 64 * w * kAtomBytes + lane * 64 + ((warp ^ ((lane / 2) % 4)) << 4));
+}
+FP8DSA_HOST_DEVICE constexpr uint32_t value_ldsm_step(int mb, int ks) {
+  return static_cast<uint32_t>(mb * MlaShape::kKeysPerTile * 64 + ks * 32 * 64);
+}
+// Block mb's fragment from its ldmatrix.x4.trans words x: x[i] holds d_v bytes {2r, 2r + 1} of keys
+// 8 i + 2q + {0, 1} (byte order: key-major); words 0 / 2 gather byte 2r of keys {2q, 2q + 1, 8 + 2q,
+// 9 + 2q} (+ 16), words 1 / 3 byte 2r + 1.
+FP8DSA_HOST_DEVICE void value_fragment_from_ldsm(uint32_t (&frag)[4], const uint32_t (&x)[4]) {
+  frag[0] = hopper::byte_perm(x[0], x[1], 0x6420u);
+  frag[1] = hopper::byte_perm(x[0], x[1], 0x7531u);
+  frag[2] = hopper::byte_perm(x[2], x[3], 0x6420u);
+  frag[3] = hopper::byte_perm(x[2], x[3], 0x7531u);
 }
 
 // A gather of 64-row tiles by 128 threads in two passes p (rows 32p + thread / 4), thread `thread`

@@ -62,15 +62,16 @@ auto tile_load8(const std::vector<uint8_t>& tile) {
 
 // O^T = V^T P^T as the wgmma computes it from each value-group thread's fragments (built by
 // `loads` through load8, as the kernel does) and P^T(n, k): D[mb][m][n], over the tile's 64 keys.
-template <class Loads, class Load8, class PT>
-std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
+// frags(thread, ks, frag) builds a thread's fragments of k-step ks.
+template <class Frags, class PT>
+std::vector<int64_t> emulate_value_mma_from(Frags&& frags, PT&& p_t) {
   std::vector<int64_t> o(static_cast<size_t>(4) * 64 * 64, 0);
   for (int ks = 0; ks < 2; ++ks) {
     std::vector<int> a(static_cast<size_t>(4) * 64 * 32, -1);
     for (int thread = 0; thread < 128; ++thread) {
       const int warp = thread / 32, lane = thread % 32;
       uint32_t frag[4][4];
-      build_value_fragments(frag, loads(thread), ks, load8);
+      frags(thread, ks, frag);
       for (int mb = 0; mb < 4; ++mb)
         for (int j = 0; j < 4; ++j)
           for (int b = 0; b < 4; ++b) {
@@ -88,6 +89,27 @@ std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
         }
   }
   return o;
+}
+
+template <class Loads, class Load8, class PT>
+std::vector<int64_t> emulate_value_mma(Loads&& loads, Load8&& load8, PT&& p_t) {
+  return emulate_value_mma_from(
+      [&](int thread, int ks, uint32_t (&frag)[4][4]) { build_value_fragments(frag, loads(thread), ks, load8); }, p_t);
+}
+
+// ldmatrix.sync.aligned.m8n8.x4.trans.b16 of one warp, lane l addressing row l % 8 of matrix l / 8
+// at rows[l]: lane l receives in x[i] the 16-bit column l / 4 of matrix i's rows 2 (l % 4) (low half)
+// and 2 (l % 4) + 1.
+void emulate_ldsm_x4_trans(const std::vector<uint8_t>& tile, const uint32_t (&rows)[32], uint32_t (&x)[32][4]) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      x[lane][i] = 0;
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t at = rows[8 * i + 2 * (lane % 4) + h] + 2 * (lane / 4);
+        EXPECT_EQ(rows[8 * i + 2 * (lane % 4) + h] % 16, 0u) << "ldmatrix rows are 16-byte aligned";
+        x[lane][i] |= (static_cast<uint32_t>(tile[at]) | static_cast<uint32_t>(tile[at + 1]) << 8) << (16 * h);
+      }
+    }
 }
 
 // The epilogue's reading of O^T (from emulate_value_mma) for value group w: register 4c + 2hh + e of
@@ -156,6 +178,57 @@ TEST(SparseMlaValueLayout, FragmentsMmaAndEpilogueComputePTimesV) {
         o, w, [&](int warp, int lane, int mb, int hh) { return value_dv(w, warp, lane) + 2 * mb + hh; }, p_values,
         v_values, C::kDqk, kValueGroupDv);
   }
+}
+
+// The seesaw kernel's ldmatrix fragments (value_gemm.cuh: load_value_fragments_ldsm): the same
+// data path with V^T from ldmatrix.x4.trans and value_fragment_from_ldsm, its epilogue taking row
+// half hh of block mb as d_v column value_dv_ldsm(w, warp, lane, mb) + hh.
+TEST(SparseMlaValueLayout, LdsmFragmentsMmaAndEpilogueComputePTimesV) {
+  const std::vector<int> v_values = random_bytes(static_cast<size_t>(kKeys) * C::kDqk, 13);
+  const std::vector<uint8_t> tile = gathered_tile(C::kKTileBytes, v_values, C::kDqk);
+  const std::vector<int> p_values = random_bytes(static_cast<size_t>(kHeads) * kKeys, 17);
+  std::vector<uint8_t> pt(C::kPSlotBytes, 0);
+  for (int head = 0; head < kHeads; ++head)
+    for (int key = 0; key < kKeys; ++key)
+      pt[hopper::kmajor_offset(hopper::Swizzle::k64B, kHeads, head, v_pos_of_key(key))] =
+          static_cast<uint8_t>(p_values[head * kKeys + key]);
+  const auto p_t = [&](int n, int k) {
+    return static_cast<int>(pt[hopper::kmajor_offset(hopper::Swizzle::k64B, kHeads, n, k)]);
+  };
+  std::set<int> columns;
+  for (int w = 0; w < C::kNumMathGroups; ++w) {
+    const auto frags = [&](int thread, int ks, uint32_t (&frag)[4][4]) {
+      const int warp = thread / 32, lane = thread % 32;
+      for (int mb = 0; mb < 4; ++mb) {
+        uint32_t rows[32], x[32][4];
+        for (int l = 0; l < 32; ++l) rows[l] = value_ldsm_offset(w, 32 * warp + l) + value_ldsm_step(mb, ks);
+        emulate_ldsm_x4_trans(tile, rows, x);
+        value_fragment_from_ldsm(frag[mb], x[lane]);
+      }
+    };
+    const std::vector<int64_t> o = emulate_value_mma_from(frags, p_t);
+    const auto dv_of = [&](int warp, int lane, int mb, int hh) { return value_dv_ldsm(w, warp, lane, mb) + hh; };
+    expect_epilogue_reads_p_times_v(o, w, dv_of, p_values, v_values, C::kDqk, kValueGroupDv);
+    for (int thread = 0; thread < 128; ++thread)
+      for (int mb = 0; mb < 4; ++mb)
+        for (int hh = 0; hh < 2; ++hh) columns.insert(dv_of(thread / 32, thread % 32, mb, hh));
+  }
+  EXPECT_EQ(columns.size(), static_cast<size_t>(C::kDv)) << "the two groups' columns are all of d_v";
+}
+
+// An ldmatrix phase reads one 8 x 16-byte matrix; it is conflict-free when its 8 rows sit in 8
+// distinct 16-byte bank groups.
+TEST(SparseMlaValueLayout, LdsmFragmentLoadsAreConflictFree) {
+  for (int w = 0; w < C::kNumMathGroups; ++w)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int mb = 0; mb < 4; ++mb)
+        for (int ks = 0; ks < 2; ++ks)
+          for (int i = 0; i < 4; ++i) {
+            std::set<uint32_t> groups;
+            for (int row = 0; row < 8; ++row)
+              groups.insert((value_ldsm_offset(w, 32 * warp + 8 * i + row) + value_ldsm_step(mb, ks)) % 128 / 16);
+            EXPECT_EQ(groups.size(), 8u) << "w=" << w << " warp=" << warp << " mb=" << mb << " ks=" << ks;
+          }
 }
 
 // The small-head kernel (small_heads_kernel.cuh): one consumer holds both value groups' blocks

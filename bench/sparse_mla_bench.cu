@@ -230,7 +230,7 @@ Status bench_shape(const BenchContext& ctx, const MlaInputs& in, int num_heads, 
   std::printf("  inputs %s: %s\n", row.shape.c_str(), in.host.describe().c_str());
   const auto report = [&](const std::string& who, const AnchorOutputs& o) {
     if (o.out.empty()) return;
-    print_mla_accuracy(who.c_str(), row.shape, ref.check(o.out.data(), o.lse.data(), o.max_logits.data()));
+    print_mla_accuracy(who.c_str(), row.shape, ref.check(o.out.data(), o.lse.data(), o.max_logits.data()), unrounded);
     if (unrounded) {
       print_rounding_accuracy(who.c_str(), row.shape,
                               ref.check_against_rounding(o.out.data(), o.lse.data(), o.max_logits.data()));

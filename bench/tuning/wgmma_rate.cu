@@ -12,7 +12,8 @@
 //                       the waits of seesaw_kernel.cuh's pair_values; "pv fixed" keeps the fragments
 //                       (no loads: the waits alone); "pv rescale" multiplies O^T by factors first
 //   pv ldsm             the same with the fragments from ldmatrix.x4.trans and 4 byte permutes a block
-//                       (half the instructions of value_layout.h's loads)
+//                       (value_gemm.cuh's load_value_fragments_ldsm: half the instructions of the
+//                       8-byte loads)
 //   pv all loaded       the same with every k-step's fragments loaded first, one commit and one wait
 //   pv ss n64 / n256    the pair's P.V with V^T in shared memory: 16 SS m64n64k32, or O = P.V as 4 SS
 //                       m64n256k32 (FlashAttention-3's FP8 form), one wait a pair
@@ -119,37 +120,15 @@ __device__ __forceinline__ float back_to_back(uint32_t smem, int iters) {
 
 enum class PvMode { kLoads, kFixed, kRescale, kLdsm };
 
-// The same fragments from ldmatrix.x4.trans (a candidate for value_layout.h): in block mb, warp w of
-// group g takes the 16-byte chunk w of column block 4 g + mb of the tile's 32 keys of k-step ks (lane
-// l addresses key 32 ks + l); lane l = 4 r + q then holds d_v bytes {2 r, 2 r + 1} of the chunk for
-// keys 8 i + 2 q + {0, 1} of matrix i, and two byte permutes a matrix pair make rows 2 r (M row r)
-// and 2 r + 1 (M row r + 8) of keys {2q, 2q + 1, 8 + 2q, 9 + 2q}: key_order.h's order.
-__device__ __forceinline__ uint32_t ldsm_value_base(int group, int thread) {
-  const int warp = thread / 32, lane = thread % 32;
-  return static_cast<uint32_t>(4 * group * 4096 + lane * 64 + ((warp ^ ((lane >> 1) & 3)) << 4));
-}
-__device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4], uint32_t k_tile, uint32_t base,
-                                                          int ks) {
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb) {
-    uint32_t x[4];
-    hw::ldsm_x4_trans(x, k_tile + base + static_cast<uint32_t>(mb * 4096 + ks * 2048));
-    frag[mb][0] = hw::byte_perm(x[0], x[1], 0x6420u);
-    frag[mb][1] = hw::byte_perm(x[0], x[1], 0x7531u);
-    frag[mb][2] = hw::byte_perm(x[2], x[3], 0x6420u);
-    frag[mb][3] = hw::byte_perm(x[2], x[3], 0x7531u);
-  }
-}
-
 // The seesaw's P.V of one pair, iters times (tiles a and b both read the K tile at smem).
 template <PvMode kMode>
 __device__ __forceinline__ float pair_values_loop(uint32_t smem, int iters, int group) {
   const int thread = threadIdx.x % 128;
   const mla::ValueLoads loads = mla::value_loads(group, thread);
-  const uint32_t ldsm_base = ldsm_value_base(group, thread);
+  const uint32_t ldsm_offset = mla::value_ldsm_offset(group, thread);
   const auto load = [&](uint32_t (&f)[4][4], uint32_t tile, int ks) {
     if constexpr (kMode == PvMode::kLdsm) {
-      load_value_fragments_ldsm(f, tile, ldsm_base, ks);
+      mla::load_value_fragments_ldsm(f, tile, ldsm_offset, ks);
     } else {
       mla::load_value_fragments(f, tile, loads, ks);
     }

@@ -12,7 +12,8 @@
 
 namespace fp8dsa::detail::sparse_mla {
 
-// The A fragments of k-step ks from the K tile at shared address k_tile.
+// The A fragments of k-step ks from the K tile at shared address k_tile, from 8-byte shared loads
+// (the small-head kernels).
 __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uint32_t k_tile, const ValueLoads& v,
                                                      int ks) {
   build_value_fragments(frag, v, ks,
@@ -20,7 +21,8 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
 }
 
 // The same fragments from ldmatrix.x4.trans (value_layout.h: value_ldsm_offset), block mb's M rows
-// at value_dv_ldsm's columns.
+// at value_dv_ldsm's columns: half the instructions; the 64-head kernel's form (3.5-4% less time at
+// h = 128 than the 8-byte loads, H100, bench/journal/2026-12-07.md, fortieth session).
 __device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4], uint32_t k_tile, uint32_t offset,
                                                           int ks) {
 #pragma unroll

@@ -21,7 +21,7 @@ __device__ __forceinline__ void load_value_fragments(uint32_t (&frag)[4][4], uin
 }
 
 // The same fragments from ldmatrix.x4.trans (value_layout.h: value_ldsm_offset), block mb's M rows
-// at value_dv_ldsm's columns: half the instructions; the 64-head kernel's form (3.5-4% less time at
+// at value_dv_ldsm's columns: half the instructions; the 64-head kernel's form (3.2-4.8% less time at
 // h = 128 than the 8-byte loads, H100, bench/journal/2026-12-07.md, fortieth session).
 __device__ __forceinline__ void load_value_fragments_ldsm(uint32_t (&frag)[4][4], uint32_t k_tile, uint32_t offset,
                                                           int ks) {

@@ -6,12 +6,17 @@
 // O^T[d_v][heads] += V^T . P^T, V^T the register A operand, P^T [64 heads][64 keys] the shared B
 // operand (K-major SW64, keys in the order of key_order.h). A value group w holds O^T for d_v
 // [256w, 256w + 256) as 4 m64n64 accumulators (blocks mb). Both the d_v order inside a block and the
-// key order along K are free, so each thread's fragments come from contiguous, conflict-free loads:
-//   - d_v: the two M rows (16 warp + lane/4 and + 8) a thread holds in each of the 4 blocks, 8 rows
-//     in all, are the 8 consecutive columns value_dv(w, warp, lane, 0) + {2 mb + row half}: one
-//     8-byte load per key, all of a warp's inside one 64-byte atom; the epilogue undoes the order;
-//   - keys: thread t = lane % 4 needs keys 8c + 2t + {0, 1} (c = 0..7). A warp's 8-byte loads of one
-//     instruction hit 32 distinct banks when lanes with odd t load their two keys in the other order.
+// key order along K are free, so each thread's fragments come from contiguous, conflict-free loads,
+// in one of two forms:
+//   - 8-byte loads (value_loads; the small-head consumers, and v32_value_layout.h's variant for the
+//     V3.2 value groups): the two M rows (16 warp + lane/4 and + 8) a thread holds in each of the 4
+//     blocks, 8 rows in all, are the 8 consecutive columns value_dv(w, warp, lane) + {2 mb + row
+//     half}: one 8-byte load per key, all of a warp's inside one 64-byte atom; the epilogue undoes
+//     the order. Thread t = lane % 4
+//     needs keys 8c + 2t + {0, 1} (c = 0..7); a warp's 8-byte loads of one instruction hit 32
+//     distinct banks when lanes with odd t load their two keys in the other order;
+//   - ldmatrix.x4.trans (value_ldsm_offset, below; the seesaw's math groups): the same keys' order,
+//     half the instructions, block mb's rows at value_dv_ldsm's columns.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 //                                                    its length (setup, pipeline fill and drain)
 //   fp8dsa_sparse_mla_timing phases                 where a seesaw CTA's time goes (a build with
 //                                                    FP8DSA_MLA_PHASE_PROBE=ON: phase_probe.cuh)
+//   fp8dsa_sparse_mla_timing phases v32             the same for the V3.2-row kernel
 //   fp8dsa_sparse_mla_timing profile H [chains] [transposed|padded]
 //                                                    one launch at N = 32768 (for ncu), nothing else
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "tools/timing.h"
 #include "tool_support.h"
 #include "tools/mla_workload.h"
+#include "tools/v32_rows.h"
 
 namespace {
 
@@ -49,9 +51,10 @@ int main(int argc, char** argv) {
   const bool profile = argc > 1 && std::strcmp(argv[1], "profile") == 0;
   const bool tail = argc > 1 && std::strcmp(argv[1], "tail") == 0;
   const bool overhead = argc > 1 && std::strcmp(argv[1], "overhead") == 0;
+  const bool phases = argc > 1 && std::strcmp(argv[1], "phases") == 0;
   const int reps_arg = tail || overhead ? 2 : 1;  // "tail [reps]", "overhead [reps]" or "[reps] [N]"
-  const int reps = !profile && argc > reps_arg ? std::max(5, std::atoi(argv[reps_arg])) : 20;
-  const int64_t n = !profile && !tail && !overhead && argc > 2 ? std::atoll(argv[2]) : 32768;
+  const int reps = !profile && !phases && argc > reps_arg ? std::max(5, std::atoi(argv[reps_arg])) : 20;
+  const int64_t n = !profile && !tail && !overhead && !phases && argc > 2 ? std::atoll(argv[2]) : 32768;
   const int64_t T = 4096;
   const int topk = 2048, max_h = 128, d_qk = 576, d_v = 512;
 
@@ -122,7 +125,82 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (argc > 1 && std::strcmp(argv[1], "phases") == 0) {
+  if (phases && argc > 2 && std::strcmp(argv[2], "v32") == 0) {
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+    // Where a V3.2-row CTA's time goes (v32_kernel.cuh, phase_probe.cuh), on the same workload in
+    // DeepSeek-V3.2's rows (tools/v32_rows.h), h = 64 and 128, q as two and as one e4m3 term.
+    using namespace fp8dsa::detail::sparse_mla;
+    int clock_khz = 0;
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    const double us_per_cycle = 1e3 / clock_khz;
+    const fp8dsa::tools::V32Workload v = fp8dsa::tools::make_v32_workload(w, spec.seed + 1);
+    uint8_t *d_q16, *d_rows;
+    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_q16, v.q_bf16.size() * sizeof(uint16_t)));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_rows, v.kv.size()));
+    FP8DSA_TOOL_CHECK_CUDA(
+        cudaMemcpy(d_q16, v.q_bf16.data(), v.q_bf16.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_rows, v.kv.data(), v.kv.size(), cudaMemcpyHostToDevice));
+    const double tiles = topk / 64.0;
+    static const char* kScoreNames[] = {"next tile's wait + 2 chains", "softmax", "P slot wait",
+                                        "P published + 7 chains"};
+    static const char* kValueNames[] = {"stage wait + factors", "P wait", "rescale + barrier", "P_b",
+                                        "P.V", "refill"};
+    for (int q_terms : {2, 1}) {
+      for (int h : {64, 128}) {
+        fp8dsa::SparseMlaParams p = fp8dsa::tools::v32_mla_params(w, v, h);
+        p.q = d_q16;
+        p.kv = d_rows;
+        p.indices = d_idx;
+        p.out = d_out;
+        p.lse = d_lse;
+        p.max_logits = d_max;
+        p.q_terms = q_terms;
+        Fp8Tuning tuning;
+        tuning.tail_parts = 1;
+        for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(launch_sparse_mla_fp8(p, tuning));
+        FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+        std::vector<uint64_t> marks;
+        std::vector<uint32_t> steps;
+        FP8DSA_TOOL_CHECK_OK(read_v32_phase_probe(&marks));
+        FP8DSA_TOOL_CHECK_OK(read_v32_pair_steps(&steps));
+        const size_t ctas = static_cast<size_t>(std::min<int64_t>(kPhaseProbeCtas, T * (h / 64)));
+        double fill = 0, loop = 0, value_end = 0, end = 0;
+        for (size_t i = 0; i < ctas; ++i) {
+          const uint64_t* m = &marks[i * kNumMarks];
+          fill += double(m[kMarkFirstScore] - m[kMarkEntry]);
+          loop += double(m[kMarkLoopEnd] - m[kMarkFirstScore]);
+          value_end += double(m[kMarkProducerEnd]) - double(m[kMarkEntry]);
+          end += double(m[kMarkEnd] - m[kMarkEntry]);
+        }
+        const double n = static_cast<double>(ctas);
+        std::printf("v32 q_terms=%d h=%d, %zu CTAs, us at %d MHz: entry -> first S %.2f; the score loop %.2f; "
+                    "entry -> value group 0's loop end %.2f; entry -> its end %.2f\n",
+                    q_terms, h, ctas, clock_khz / 1000, fill / n * us_per_cycle, loop / n * us_per_cycle,
+                    value_end / n * us_per_cycle, end / n * us_per_cycle);
+        for (int g = 0; g < 2; ++g) {
+          const int count = g == 0 ? 4 : 6;
+          const double per = g == 0 ? tiles - 1 : tiles;  // the score group's last tile is peeled
+          std::printf("v32 q_terms=%d h=%d %s, cycles a tile:", q_terms, h, g == 0 ? "score group" : "value group 0");
+          double total = 0;
+          for (int k = 0; k < count; ++k) {
+            double sum = 0;
+            for (size_t i = 0; i < ctas; ++i) sum += steps[(i * 2 + g) * kNumPairSteps + k];
+            sum /= n * per;
+            total += sum;
+            std::printf(" %s %.0f;", g == 0 ? kScoreNames[k] : kValueNames[k], sum);
+          }
+          std::printf(" total %.0f\n", total);
+        }
+      }
+    }
+    return 0;
+#else
+    std::fprintf(stderr, "phases: configure with -DFP8DSA_MLA_PHASE_PROBE=ON\n");
+    return 2;
+#endif
+  }
+
+  if (phases) {
 #if defined(FP8DSA_MLA_PHASE_PROBE)
     // Where a seesaw CTA's time goes (phase_probe.cuh), h = 64 and 128, averaged over the CTAs; the
     // cycles converted at the nominal clock (the SM's own runs lower under load).

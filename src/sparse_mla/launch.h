@@ -68,6 +68,9 @@ Status launch_seesaw(int qk_chains, const KernelArgs& args, dim3 grid, cudaStrea
 Status read_phase_probe(std::vector<uint64_t>* marks);
 // Its per-step cycle sums of the pair loop: kPhaseProbeCtas x 2 math groups x kNumPairSteps.
 Status read_pair_steps(std::vector<uint32_t>* sums);
+// The same for the V3.2-row kernel (v32_heads64.cu; phase_probe.cuh: V32ScoreStep, V32ValueStep).
+Status read_v32_phase_probe(std::vector<uint64_t>* marks);
+Status read_v32_pair_steps(std::vector<uint32_t>* sums);
 #endif
 // One per instantiation file (small_heads_h*.cu).
 template <int kH>

@@ -1,6 +1,6 @@
-// A debugging aid for the seesaw kernel (CMake option FP8DSA_MLA_PHASE_PROBE, off by default; the
-// default build's code does not change): per CTA, its SM and clock64 at marked points, so that a
-// tuning run can tell where a CTA's time goes (`fp8dsa_sparse_mla_timing phases`). The marks of the
+// A debugging aid for the seesaw and V3.2-row kernels (CMake option FP8DSA_MLA_PHASE_PROBE, off by
+// default; the default build's code does not change): per CTA, its SM and clock64 at marked points,
+// so that a tuning run can tell where a CTA's time goes (`fp8dsa_sparse_mla_timing phases [v32]`). The marks of the
 // last launch stay in a device array of the first kPhaseProbeCtas CTAs, read by read_phase_probe
 // (launch.h).
 #pragma once
@@ -19,6 +19,14 @@ constexpr int kPhaseProbeCtas = 16384;
 // the row bounds and their exchange; the probabilities and P's store; the wait for both P slots; the
 // O^T rescale and the pair's P.V; the next tile's other QK^T chains.
 enum PairStep : int { kStepLead, kStepBounds, kStepProbabilities, kStepPWait, kStepValues, kStepChains, kNumPairSteps };
+// The V3.2-row kernel (v32_kernel.cuh) uses the same slots per tile: the score group's as group 0
+// (the next tile's stage wait and first two chains; the softmax; the wait for a free P slot; P
+// published and the other chains with their promotions), value group 0's as group 1 (its stage
+// wait and factor table; the wait for P; the rescale and the table barrier; P_b and their weights;
+// P.V; the refill of the stage).
+enum V32ScoreStep : int { kV32ScoreStart, kV32ScoreSoftmax, kV32ScoreSlotWait, kV32ScoreChains };
+enum V32ValueStep : int { kV32ValueStage, kV32ValuePWait, kV32ValueRescale, kV32ValuePb, kV32ValueMma, kV32ValueRefill };
+static_assert(static_cast<int>(kV32ValueRefill) < static_cast<int>(kNumPairSteps), "the V3.2 steps fit the pair-step slots");
 
 #if defined(FP8DSA_MLA_PHASE_PROBE)
 __device__ unsigned long long g_phase_probe[kPhaseProbeCtas][kNumMarks];

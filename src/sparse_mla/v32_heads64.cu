@@ -1,13 +1,29 @@
 // The FP8 sparse MLA kernel for DeepSeek-V3.2's 656-byte rows (v32_kernel.cuh): every head count,
 // as ceil(h / 64) CTAs per token with the rows past h zero; q's nope part as 1 or 2 e4m3 terms.
 #include <string>
+#include <vector>
 
+#include "core/cuda_check.h"
 #include "sparse_mla/launch.h"
 #include "sparse_mla/launch_kernel.h"
 #include "sparse_mla/v32_config.h"
 #include "sparse_mla/v32_kernel.cuh"
 
 namespace fp8dsa::detail::sparse_mla {
+
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+// This file's copies of the probe arrays (phase_probe.cuh: one per translation unit).
+Status read_v32_phase_probe(std::vector<uint64_t>* marks) {
+  marks->assign(static_cast<size_t>(kPhaseProbeCtas) * kNumMarks, 0);
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(marks->data(), g_phase_probe, marks->size() * sizeof(uint64_t)));
+  return Status::ok();
+}
+Status read_v32_pair_steps(std::vector<uint32_t>* sums) {
+  sums->assign(static_cast<size_t>(kPhaseProbeCtas) * 2 * kNumPairSteps, 0);
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(sums->data(), g_pair_steps, sums->size() * sizeof(uint32_t)));
+  return Status::ok();
+}
+#endif
 
 Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
   if (q_terms == 1) {

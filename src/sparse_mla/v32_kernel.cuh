@@ -38,6 +38,7 @@
 #include "sparse_mla/kernel_args.h"
 #include "sparse_mla/key_order.h"
 #include "sparse_mla/online_softmax.cuh"
+#include "sparse_mla/phase_probe.cuh"
 #include "sparse_mla/pipeline.cuh"
 #include "sparse_mla/score_gemm.cuh"
 #include "sparse_mla/score_rows.cuh"
@@ -179,15 +180,17 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     hopper::wgmma_wait_group<0>();
     promote<8>(s, part[1], stage, t, q_scale);
   };
-  const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
-    uint32_t pf[2][4];
-    float alpha[2];
+  // P(t) of a scored tile, then (once slot t % kNumPSlots is free) its publication.
+  const auto probabilities = [&](float (&s)[32], uint32_t (&pf)[2][4], float (&alpha)[2]) {
     softmax_tile<false>(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
                         __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane, scale_log2, pf, alpha,
                         thread_max, m_bound, m_ref, sum_f32, unused_sum);
-    const int slot = tile % C::kNumPSlots;
-    if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
-    publish_p<C>(smem, smem_ptr, slot, warp, lane, row_lo, pf, alpha);
+  };
+  const auto wait_p_slot = [&](int tile) {
+    if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[tile % C::kNumPSlots], ((tile / C::kNumPSlots) - 1) & 1);
+  };
+  const auto publish = [&](int tile, const uint32_t (&pf)[2][4], const float (&alpha)[2]) {
+    publish_p<C>(smem, smem_ptr, tile % C::kNumPSlots, warp, lane, row_lo, pf, alpha);
     idx_even = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane + 1, length);
   };
@@ -202,19 +205,37 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     start_scores(0, s, part);
     finish_scores(0, s, part);
   }
+  FP8DSA_PHASE_MARK(thread == 0, kMarkFirstScore);
+  FP8DSA_PAIR_STEP_CLOCK(steps);
   // Pipelined: tile t + 1's QK^T chains start before tile t's softmax; the last tile is peeled.
   for (int tile = 0; tile + 1 < num_tiles; ++tile) {
     start_scores(tile + 1, s_next, part);
-    softmax_and_publish(tile, s);
+    FP8DSA_PAIR_STEP(steps, kV32ScoreStart);
+    {
+      uint32_t pf[2][4];
+      float alpha[2];
+      probabilities(s, pf, alpha);
+      FP8DSA_PAIR_STEP(steps, kV32ScoreSoftmax);
+      wait_p_slot(tile);
+      FP8DSA_PAIR_STEP(steps, kV32ScoreSlotWait);
+      publish(tile, pf, alpha);
+    }
     finish_scores(tile + 1, s_next, part);
+    FP8DSA_PAIR_STEP(steps, kV32ScoreChains);
     hopper::mbarrier_arrive(&bars.p_full[tile % C::kNumPSlots]);
 #pragma unroll
     for (int r = 0; r < 32; ++r) s[r] = s_next[r];
   }
   if (num_tiles > 0) {
-    softmax_and_publish(num_tiles - 1, s);
+    uint32_t pf[2][4];
+    float alpha[2];
+    probabilities(s, pf, alpha);
+    wait_p_slot(num_tiles - 1);
+    publish(num_tiles - 1, pf, alpha);
     hopper::mbarrier_arrive(&bars.p_full[(num_tiles - 1) % C::kNumPSlots]);
   }
+  FP8DSA_PHASE_MARK(thread == 0, kMarkLoopEnd);
+  FP8DSA_PAIR_STEP_STORE(steps, thread == 0, 0);
   // The output scale is kv_scale times the sink factor; the value groups divide by their sums.
   write_row_results<C, false>(p, smem_ptr, token, head_block, row_lo, lane, scale_log2, thread_max, m_ref, sum_f32,
                               unused_sum);
@@ -408,6 +429,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     for (int r = 0; r < 32; ++r) o[mb][r] = 0.0f;
   float weight_sum[2] = {0.0f, 0.0f};  // of head pb_head's weights over this thread's K positions
 
+  FP8DSA_PAIR_STEP_CLOCK(steps);
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int stage = tile % C::kNumKStages, slot = tile % C::kNumPSlots;
     const uint32_t k_tile = stage_address(smem, tile);
@@ -422,7 +444,9 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
       hopper::sts16(entry, __half_as_ushort(__float2half_rn(f)));
       hopper::sts16(entry + C::kKeysPerTile * 2, __half_as_ushort(__float2half_rn(g)));
     }
+    FP8DSA_PAIR_STEP(steps, kV32ValueStage);
     wait_barrier(&bars.p_full[slot], (tile / C::kNumPSlots) & 1);
+    FP8DSA_PAIR_STEP(steps, kV32ValuePWait);
     uint32_t flags[4];
     hopper::lds128(flags, smem + C::kFlagOffset + slot * 16);
     if ((flags[0] | flags[1] | flags[2] | flags[3]) != 0u) {
@@ -432,6 +456,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
       weight_sum[1] *= a;
     }
     hopper::named_barrier_sync(kV32BarrierValueGroup + w, 128);  // the factor table is complete
+    FP8DSA_PAIR_STEP(steps, kV32ValueRescale);
 
     // P_b of both blocks from this thread's 32 P values, and the weights they apply, 8 K positions
     // at a time (registers: O^T is live).
@@ -478,6 +503,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     hopper::fence_proxy_async_smem();  // P_b, for the group's wgmma
     hopper::named_barrier_sync(kV32BarrierValueGroup + w, 128);
     hopper::mbarrier_arrive(&bars.p_empty[slot]);
+    FP8DSA_PAIR_STEP(steps, kV32ValuePb);
 
     const uint64_t desc_lo = hopper::kmajor_descriptor(pb_buffers, Swizzle::k64B, C::kHeads, 0);
     const uint64_t desc_hi = hopper::kmajor_descriptor(pb_buffers + C::kPSlotBytes, Swizzle::k64B, C::kHeads, 0);
@@ -486,12 +512,16 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
     value_mma_step(o, frag, desc_lo, desc_hi);
     load_value_fragments_v32(frag, k_tile, loads, 1);
     value_mma_step(o, frag, hopper::advance_descriptor(desc_lo, 32), hopper::advance_descriptor(desc_hi, 32));
+    FP8DSA_PAIR_STEP(steps, kV32ValueMma);
     if (tile + C::kNumKStages < num_tiles) {
       hopper::named_barrier_sync(kV32BarrierValueGroup + w, 128);  // the group has read the stage
       gather_tile(tile + C::kNumKStages, next);
       load_indices(next, tile + C::kNumKStages + 1);
     }
+    FP8DSA_PAIR_STEP(steps, kV32ValueRefill);
   }
+  FP8DSA_PHASE_MARK(w == 0 && thread == 0, kMarkProducerEnd);
+  FP8DSA_PAIR_STEP_STORE(steps, w == 0 && thread == 0, 1);
   hopper::cp_async_commit_group();
   hopper::cp_async_wait_group<0>();
 
@@ -530,6 +560,7 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
       *reinterpret_cast<uint2*>(dst) = make_uint2(words[0], words[1]);
       *reinterpret_cast<uint2*>(dst + kV32ScaleBlock) = make_uint2(words[2], words[3]);
     }
+  FP8DSA_PHASE_MARK(w == 0 && thread == 0, kMarkEnd);
 }
 
 }  // namespace v32
@@ -539,6 +570,8 @@ __global__ void __launch_bounds__(V32Config::kThreads, 1) sparse_mla_v32_kernel(
   static_assert(kQTerms >= 1 && kQTerms <= V32Config::kMaxQTerms, "Q's nope terms fit their tiles");
   using C = V32Config;
   extern __shared__ uint8_t smem_raw[];
+  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
+  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
   const SmemBase base = aligned_smem_base(smem_raw);
   const v32::Barriers bars = v32::Barriers::at(base.ptr);
   if (threadIdx.x == 0) bars.init();

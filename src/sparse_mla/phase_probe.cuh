@@ -54,6 +54,7 @@ __device__ unsigned g_pair_steps[kPhaseProbeCtas][2][kNumPairSteps];
 struct PairStepClock {
   unsigned last, sums[kNumPairSteps];
   __device__ __forceinline__ PairStepClock() : last(static_cast<unsigned>(clock())), sums{} {}
+  __device__ __forceinline__ void restart() { last = static_cast<unsigned>(clock()); }
   __device__ __forceinline__ void step(int s) {
     const unsigned now = static_cast<unsigned>(clock());
     sums[s] += now - last;
@@ -66,6 +67,7 @@ struct PairStepClock {
 };
 #define FP8DSA_PAIR_STEP_CLOCK(name) PairStepClock name
 #define FP8DSA_PAIR_STEP(clock, s) clock.step(s)
+#define FP8DSA_PAIR_STEP_RESTART(clock) clock.restart()
 #define FP8DSA_PAIR_STEP_STORE(clock, thread0, group) clock.store(thread0, group)
 #else
 #define FP8DSA_PAIR_STEP_CLOCK(name) \
@@ -73,6 +75,9 @@ struct PairStepClock {
   } while (0)
 #define FP8DSA_PAIR_STEP(clock, s) \
   do {                             \
+  } while (0)
+#define FP8DSA_PAIR_STEP_RESTART(clock) \
+  do {                                  \
   } while (0)
 #define FP8DSA_PAIR_STEP_STORE(clock, thread0, group) \
   do {                                                \

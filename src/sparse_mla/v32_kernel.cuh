@@ -180,17 +180,18 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     hopper::wgmma_wait_group<0>();
     promote<8>(s, part[1], stage, t, q_scale);
   };
-  // P(t) of a scored tile, then (once slot t % kNumPSlots is free) its publication.
-  const auto probabilities = [&](float (&s)[32], uint32_t (&pf)[2][4], float (&alpha)[2]) {
+  FP8DSA_PAIR_STEP_CLOCK(steps);  // the probe build's step clock (phase_probe.cuh), restarted at the loop
+  const auto softmax_and_publish = [&](int tile, float (&s)[32]) {
+    uint32_t pf[2][4];
+    float alpha[2];
     softmax_tile<false>(s, __ballot_sync(0xffffffffu, index_valid(idx_even, p.num_kv)),
                         __ballot_sync(0xffffffffu, index_valid(idx_odd, p.num_kv)), lane, scale_log2, pf, alpha,
                         thread_max, m_bound, m_ref, sum_f32, unused_sum);
-  };
-  const auto wait_p_slot = [&](int tile) {
-    if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[tile % C::kNumPSlots], ((tile / C::kNumPSlots) - 1) & 1);
-  };
-  const auto publish = [&](int tile, const uint32_t (&pf)[2][4], const float (&alpha)[2]) {
-    publish_p<C>(smem, smem_ptr, tile % C::kNumPSlots, warp, lane, row_lo, pf, alpha);
+    FP8DSA_PAIR_STEP(steps, kV32ScoreSoftmax);
+    const int slot = tile % C::kNumPSlots;
+    if (tile >= C::kNumPSlots) wait_barrier(&bars.p_empty[slot], ((tile / C::kNumPSlots) - 1) & 1);
+    FP8DSA_PAIR_STEP(steps, kV32ScoreSlotWait);
+    publish_p<C>(smem, smem_ptr, slot, warp, lane, row_lo, pf, alpha);
     idx_even = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane, length);
     idx_odd = index_at(indices, (tile + 1) * C::kKeysPerTile + 2 * lane + 1, length);
   };
@@ -206,36 +207,24 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     finish_scores(0, s, part);
   }
   FP8DSA_PHASE_MARK(thread == 0, kMarkFirstScore);
-  FP8DSA_PAIR_STEP_CLOCK(steps);
+  FP8DSA_PAIR_STEP_RESTART(steps);
   // Pipelined: tile t + 1's QK^T chains start before tile t's softmax; the last tile is peeled.
   for (int tile = 0; tile + 1 < num_tiles; ++tile) {
     start_scores(tile + 1, s_next, part);
     FP8DSA_PAIR_STEP(steps, kV32ScoreStart);
-    {
-      uint32_t pf[2][4];
-      float alpha[2];
-      probabilities(s, pf, alpha);
-      FP8DSA_PAIR_STEP(steps, kV32ScoreSoftmax);
-      wait_p_slot(tile);
-      FP8DSA_PAIR_STEP(steps, kV32ScoreSlotWait);
-      publish(tile, pf, alpha);
-    }
+    softmax_and_publish(tile, s);
     finish_scores(tile + 1, s_next, part);
     FP8DSA_PAIR_STEP(steps, kV32ScoreChains);
     hopper::mbarrier_arrive(&bars.p_full[tile % C::kNumPSlots]);
 #pragma unroll
     for (int r = 0; r < 32; ++r) s[r] = s_next[r];
   }
+  FP8DSA_PAIR_STEP_STORE(steps, thread == 0, 0);  // the tiles after the first, the peeled one not
   if (num_tiles > 0) {
-    uint32_t pf[2][4];
-    float alpha[2];
-    probabilities(s, pf, alpha);
-    wait_p_slot(num_tiles - 1);
-    publish(num_tiles - 1, pf, alpha);
+    softmax_and_publish(num_tiles - 1, s);
     hopper::mbarrier_arrive(&bars.p_full[(num_tiles - 1) % C::kNumPSlots]);
   }
   FP8DSA_PHASE_MARK(thread == 0, kMarkLoopEnd);
-  FP8DSA_PAIR_STEP_STORE(steps, thread == 0, 0);
   // The output scale is kv_scale times the sink factor; the value groups divide by their sums.
   write_row_results<C, false>(p, smem_ptr, token, head_block, row_lo, lane, scale_log2, thread_max, m_ref, sum_f32,
                               unused_sum);

@@ -13,10 +13,13 @@
 //   fp8dsa_sparse_mla_timing phases v32             the same for the V3.2-row kernel
 //   fp8dsa_sparse_mla_timing profile H [chains] [transposed|padded]
 //                                                    one launch at N = 32768 (for ncu), nothing else
+//   fp8dsa_sparse_mla_timing profile v32 [H=128] [q_terms=2]
+//                                                    the same for the V3.2-row kernel
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +94,38 @@ int main(int argc, char** argv) {
     return p;
   };
 
+  // The same workload in DeepSeek-V3.2's rows (tools/v32_rows.h), built and uploaded on first use.
+  std::optional<fp8dsa::tools::V32Workload> v32;
+  uint8_t *d_q16 = nullptr, *d_rows = nullptr;
+  const auto v32_params_for = [&](int h, int q_terms) {
+    if (!v32) {
+      v32 = fp8dsa::tools::make_v32_workload(w, spec.seed + 1);
+      FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_q16, v32->q_bf16.size() * sizeof(uint16_t)));
+      FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_rows, v32->kv.size()));
+      FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_q16, v32->q_bf16.data(), v32->q_bf16.size() * sizeof(uint16_t),
+                                        cudaMemcpyHostToDevice));
+      FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_rows, v32->kv.data(), v32->kv.size(), cudaMemcpyHostToDevice));
+    }
+    fp8dsa::SparseMlaParams p = fp8dsa::tools::v32_mla_params(w, *v32, h);
+    p.q = d_q16;
+    p.kv = d_rows;
+    p.indices = d_idx;
+    p.out = d_out;
+    p.lse = d_lse;
+    p.max_logits = d_max;
+    p.q_terms = q_terms;
+    return p;
+  };
+
+  if (profile && argc > 2 && std::strcmp(argv[2], "v32") == 0) {
+    const int h = argc > 3 ? std::atoi(argv[3]) : 128;
+    const int q_terms = argc > 4 ? std::atoi(argv[4]) : 2;
+    const fp8dsa::Status st = fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(v32_params_for(h, q_terms));
+    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+    std::printf("profile launch v32 h=%d q_terms=%d: %s\n", h, q_terms, st.to_string().c_str());
+    return st.is_ok() ? 0 : 1;
+  }
+
   if (profile) {
     const int h = argc > 2 ? std::atoi(argv[2]) : 64;
     Fp8Tuning tuning;
@@ -133,13 +168,6 @@ int main(int argc, char** argv) {
     int clock_khz = 0;
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     const double us_per_cycle = 1e3 / clock_khz;
-    const fp8dsa::tools::V32Workload v = fp8dsa::tools::make_v32_workload(w, spec.seed + 1);
-    uint8_t *d_q16, *d_rows;
-    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_q16, v.q_bf16.size() * sizeof(uint16_t)));
-    FP8DSA_TOOL_CHECK_CUDA(cudaMalloc(&d_rows, v.kv.size()));
-    FP8DSA_TOOL_CHECK_CUDA(
-        cudaMemcpy(d_q16, v.q_bf16.data(), v.q_bf16.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-    FP8DSA_TOOL_CHECK_CUDA(cudaMemcpy(d_rows, v.kv.data(), v.kv.size(), cudaMemcpyHostToDevice));
     const double tiles = topk / 64.0;
     static const char* kScoreNames[] = {"next tile's wait + 2 chains", "softmax", "P slot wait",
                                         "P published + 7 chains"};
@@ -147,14 +175,7 @@ int main(int argc, char** argv) {
                                         "P.V", "refill"};
     for (int q_terms : {2, 1}) {
       for (int h : {64, 128}) {
-        fp8dsa::SparseMlaParams p = fp8dsa::tools::v32_mla_params(w, v, h);
-        p.q = d_q16;
-        p.kv = d_rows;
-        p.indices = d_idx;
-        p.out = d_out;
-        p.lse = d_lse;
-        p.max_logits = d_max;
-        p.q_terms = q_terms;
+        const fp8dsa::SparseMlaParams p = v32_params_for(h, q_terms);
         Fp8Tuning tuning;
         tuning.tail_parts = 1;
         for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(launch_sparse_mla_fp8(p, tuning));

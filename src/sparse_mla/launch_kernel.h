@@ -1,5 +1,6 @@
 // Internal, host code of the instantiation files: checks the registers a warp-specialised kernel's
-// setmaxnreg split assumes, and launches it (core/launch.cuh).
+// setmaxnreg split assumes, and launches it (core/launch.cuh); included by .cu files only (it
+// names the kernel entry).
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/launch.cuh"
 #include "fp8dsa/status.h"
 #include "sparse_mla/kernel_args.h"
+#include "sparse_mla/kernel_entry.cuh"
 
 namespace fp8dsa::detail::sparse_mla {
 
@@ -27,6 +29,14 @@ inline Status launch_warp_specialised(void (*kernel)(KernelArgs), uint32_t smem_
                            std::to_string(pool_regs) + ")");
   }
   return launch_kernel(name.c_str(), kernel, grid, threads, smem_bytes, stream, args);
+}
+
+// sparse_mla_kernel<Kernel> (kernel_entry.cuh) with the policy's shared memory, threads and entry
+// registers; name: the kernel as the errors call it.
+template <class Kernel>
+Status launch_sparse_mla_kernel(const std::string& name, const KernelArgs& args, dim3 grid, cudaStream_t stream) {
+  return launch_warp_specialised(sparse_mla_kernel<Kernel>, Kernel::kSmemAlloc, Kernel::kThreads, Kernel::kEntryRegs,
+                                 name, args, grid, stream);
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -19,9 +19,8 @@ template <int kQkChains>
 Status launch_seesaw_chains(const KernelArgs& args, dim3 grid, cudaStream_t stream) {
   using Plan = SeesawQkPlan<kQkChains>;
   static_assert(QkLeadPlan<Plan::kLead, Plan::kStep>::kChains == kQkChains, "the plan has kQkChains chains");
-  return launch_warp_specialised(sparse_mla_seesaw_kernel<Plan::kLead, Plan::kStep>, SeesawConfig::kSmemAlloc,
-                                 SeesawConfig::kThreads, SeesawConfig::kEntryRegs,
-                                 "sparse_mla_seesaw_kernel<" + std::to_string(kQkChains) + ">", args, grid, stream);
+  return launch_sparse_mla_kernel<SeesawKernel<Plan::kLead, Plan::kStep>>(
+      "sparse_mla seesaw kernel, " + std::to_string(kQkChains) + " QK^T chains", args, grid, stream);
 }
 using SeesawLaunch = Status (*)(const KernelArgs&, dim3, cudaStream_t);
 template <size_t... kChoice>

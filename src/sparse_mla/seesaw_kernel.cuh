@@ -31,6 +31,7 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/gather.cuh"
 #include "sparse_mla/kernel_args.h"
+#include "sparse_mla/kernel_entry.cuh"
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/phase_probe.cuh"
 #include "sparse_mla/pipeline.cuh"
@@ -282,22 +283,30 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
 
 }  // namespace seesaw
 
-// QK^T as QkLeadPlan<kLead, kStep> (score_gemm.cuh).
+// The kernel (kernel_entry.cuh): QK^T as QkLeadPlan<kLead, kStep> (score_gemm.cuh); warpgroup 0 the
+// producer, warpgroups 1 and 2 the math groups.
 template <int kLead, int kStep>
-__global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_kernel(const KernelArgs p) {
+struct SeesawKernel {
   using C = SeesawConfig;
-  extern __shared__ uint8_t smem_raw[];
-  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
-  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
-  if (threadIdx.x == 0) seesaw::Barriers::at(aligned_smem_base(smem_raw).ptr).init();
-  __syncthreads();
-  const int wg = threadIdx.x / 128;
-  const int thread = threadIdx.x % 128;
-  // Each role finds its shared memory, token and length after its setmaxnreg: values live across it
-  // get spilled.
-  if (wg == 0) {
-    hopper::warpgroup_reg_dealloc<C::kProducerRegs>();
-    const SmemBase base = aligned_smem_base(smem_raw);
+  static constexpr int kThreads = C::kThreads;
+  static constexpr uint32_t kSmemAlloc = C::kSmemAlloc;
+  static constexpr int kEntryRegs = C::kEntryRegs;
+  static constexpr int kFirstRoleRegs = C::kProducerRegs;
+  static constexpr int kSecondRoleRegs = C::kMathRegs;
+
+  // Each role finds its shared memory itself, after its setmaxnreg.
+  struct Setup {
+    uint8_t* smem_raw;
+  };
+  __device__ __forceinline__ static Setup setup(uint8_t* smem_raw) {
+    FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
+    FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
+    if (threadIdx.x == 0) seesaw::Barriers::at(aligned_smem_base(smem_raw).ptr).init();
+    return {smem_raw};
+  }
+
+  __device__ __forceinline__ static void first_role(const KernelArgs& p, const Setup& setup, int thread) {
+    const SmemBase base = aligned_smem_base(setup.smem_raw);
     const seesaw::Barriers bars = seesaw::Barriers::at(base.ptr);
     const int64_t token = blockIdx.x / p.head_blocks;
     const int head0 = static_cast<int>(blockIdx.x % p.head_blocks) * C::kHeads;
@@ -307,9 +316,10 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
         p.q + token * p.q_token_stride + int64_t{head0} * p.q_head_stride, min(p.num_heads - head0, C::kHeads),
         length, 2 * ((tile_count(length) + 1) / 2), thread);
     FP8DSA_PHASE_MARK(thread == 0, kMarkProducerEnd);
-  } else {
-    hopper::warpgroup_reg_alloc<C::kMathRegs>();
-    const SmemBase base = aligned_smem_base(smem_raw);
+  }
+
+  __device__ __forceinline__ static void second_role(const KernelArgs& p, const Setup& setup, int wg, int thread) {
+    const SmemBase base = aligned_smem_base(setup.smem_raw);
     const int64_t token = blockIdx.x / p.head_blocks;
     const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
     const int length = token_length(p, token);
@@ -320,6 +330,6 @@ __global__ void __launch_bounds__(SeesawConfig::kThreads, 1) sparse_mla_seesaw_k
       seesaw::math_group<kLead, kStep, 1>(p, base.address, base.ptr, token, head_block, length, num_pairs, thread);
     }
   }
-}
+};
 
 }  // namespace fp8dsa::detail::sparse_mla

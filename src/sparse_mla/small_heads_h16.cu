@@ -8,9 +8,8 @@ namespace fp8dsa::detail::sparse_mla {
 
 template <>
 Status launch_small_heads<16>(const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
-  using SC = SmallHeadsConfig<16>;
-  return launch_warp_specialised(sparse_mla_small_heads_kernel<16, kSmallHeadsQkChains>, SC::kSmemAlloc, SC::kThreads,
-                                 SC::kEntryRegs, "sparse_mla_small_heads_kernel<16>", args, blocks, stream);
+  return launch_sparse_mla_kernel<SmallHeadsKernel<16, kSmallHeadsQkChains>>("sparse_mla small-head kernel, h = 16",
+                                                                             args, blocks, stream);
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

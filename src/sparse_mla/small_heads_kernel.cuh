@@ -28,6 +28,7 @@
 #include "sparse_mla/config.h"
 #include "sparse_mla/gather.cuh"
 #include "sparse_mla/kernel_args.h"
+#include "sparse_mla/kernel_entry.cuh"
 #include "sparse_mla/key_order.h"
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/pipeline.cuh"
@@ -361,49 +362,79 @@ __device__ __forceinline__ void produce_token_pair(const KernelArgs& p, uint32_t
 
 }  // namespace small_heads
 
+// The kernel (kernel_entry.cuh): warpgroup 0 the producer of both tokens' tiles, warpgroups 1 and 2
+// the consumers of tokens 2 blockIdx.x and 2 blockIdx.x + 1.
 template <int kH, int kQkChains>
-__global__ void __launch_bounds__(SmallHeadsConfig<kH>::kThreads, 1) sparse_mla_small_heads_kernel(const KernelArgs p) {
+struct SmallHeadsKernel {
   using SC = SmallHeadsConfig<kH>;
-  extern __shared__ uint8_t smem_raw[];
-  const SmemBase base = aligned_smem_base(smem_raw);
-  uint64_t* full = reinterpret_cast<uint64_t*>(base.ptr + SC::kBarrierOffset);
-  uint64_t* empty = full + SC::kNumKStages;
-  uint64_t* q_full = empty + SC::kNumKStages;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < SC::kNumKStages; ++s) {
-      hopper::mbarrier_init(&full[s], 128);   // one cp.async arrival per producer thread
-      hopper::mbarrier_init(&empty[s], 128);  // the consuming warpgroup
+  static constexpr int kThreads = SC::kThreads;
+  static constexpr uint32_t kSmemAlloc = SC::kSmemAlloc;
+  static constexpr int kEntryRegs = SC::kEntryRegs;
+  static constexpr int kFirstRoleRegs = SC::kProducerRegs;
+  static constexpr int kSecondRoleRegs = SC::kConsumerRegs;
+
+  // The barriers at kBarrierOffset: full[kNumKStages] (one cp.async arrival per producer thread),
+  // empty[kNumKStages] (the consuming warpgroup), q_full.
+  struct Barriers {
+    uint64_t *full, *empty, *q_full;
+    __device__ __forceinline__ static Barriers at(uint8_t* smem) {
+      uint64_t* full = reinterpret_cast<uint64_t*>(smem + SC::kBarrierOffset);
+      return {full, full + SC::kNumKStages, full + 2 * SC::kNumKStages};
     }
-    hopper::mbarrier_init(q_full, 128);
-    hopper::mbarrier_init_fence();
+  };
+
+  // The shared memory, the barriers' addresses and the CTA's first token, found once before the roles
+  // part.
+  struct Setup {
+    SmemBase base;
+    Barriers b;
+    int64_t token0;
+  };
+  __device__ __forceinline__ static Setup setup(uint8_t* smem_raw) {
+    const SmemBase base = aligned_smem_base(smem_raw);
+    const Barriers b = Barriers::at(base.ptr);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < SC::kNumKStages; ++s) {
+        hopper::mbarrier_init(&b.full[s], 128);
+        hopper::mbarrier_init(&b.empty[s], 128);
+      }
+      hopper::mbarrier_init(b.q_full, 128);
+      hopper::mbarrier_init_fence();
+    }
+    return {base, b, int64_t{blockIdx.x} * SC::kTokensPerCta};
   }
-  __syncthreads();
-  const int64_t token0 = int64_t{blockIdx.x} * SC::kTokensPerCta;
-  const int wg = threadIdx.x / 128;
-  const int thread = threadIdx.x % 128;
+
   // Each role reads the tokens' lengths itself: a value live across setmaxnreg got spilled.
-  const auto lengths = [&](int (&length)[2]) {
+  __device__ __forceinline__ static int lengths(const KernelArgs& p, int64_t token0, int (&length)[2]) {
 #pragma unroll
     for (int t = 0; t < SC::kTokensPerCta; ++t) length[t] = token0 + t < p.num_tokens ? token_length(p, token0 + t) : 0;
     return 2 * max(tile_count(length[0]), tile_count(length[1]));
-  };
-  int length[2];
-  if (wg == 0) {
-    hopper::warpgroup_reg_dealloc<SC::kProducerRegs>();
-    const int ring_tiles = lengths(length);
-    small_heads::produce_token_pair<kH>(p, base.address, full, empty, q_full, token0, length[0], length[1], ring_tiles,
-                                        thread);
-  } else {
-    hopper::warpgroup_reg_alloc<SC::kConsumerRegs>();
-    const int ring_tiles = lengths(length);
+  }
+
+  __device__ __forceinline__ static void first_role(const KernelArgs& p, const Setup& setup, int thread) {
+    const SmemBase& base = setup.base;
+    const Barriers& b = setup.b;
+    const int64_t token0 = setup.token0;
+    int length[2];
+    const int ring_tiles = lengths(p, token0, length);
+    small_heads::produce_token_pair<kH>(p, base.address, b.full, b.empty, b.q_full, token0, length[0], length[1],
+                                        ring_tiles, thread);
+  }
+
+  __device__ __forceinline__ static void second_role(const KernelArgs& p, const Setup& setup, int wg, int thread) {
+    const SmemBase& base = setup.base;
+    const Barriers& b = setup.b;
+    const int64_t token0 = setup.token0;
+    int length[2];
+    const int ring_tiles = lengths(p, token0, length);
     if (wg == 1) {
-      small_heads::consumer<kH, kQkChains, 0>(p, base.address, base.ptr, full, empty, q_full, token0, length[0],
+      small_heads::consumer<kH, kQkChains, 0>(p, base.address, base.ptr, b.full, b.empty, b.q_full, token0, length[0],
                                               ring_tiles, thread);
     } else {
-      small_heads::consumer<kH, kQkChains, 1>(p, base.address, base.ptr, full, empty, q_full, token0 + 1, length[1],
-                                              ring_tiles, thread);
+      small_heads::consumer<kH, kQkChains, 1>(p, base.address, base.ptr, b.full, b.empty, b.q_full, token0 + 1,
+                                              length[1], ring_tiles, thread);
     }
   }
-}
+};
 
 }  // namespace fp8dsa::detail::sparse_mla

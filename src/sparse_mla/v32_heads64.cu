@@ -27,12 +27,10 @@ Status read_v32_pair_steps(std::vector<uint32_t>* sums) {
 
 Status launch_v32(int q_terms, const KernelArgs& args, unsigned blocks, cudaStream_t stream) {
   if (q_terms == 1) {
-    return launch_warp_specialised(sparse_mla_v32_kernel<1>, V32Config::kSmemAlloc, V32Config::kThreads,
-                                   V32Config::kEntryRegs, "sparse_mla_v32_kernel<1>", args, blocks, stream);
+    return launch_sparse_mla_kernel<V32Kernel<1>>("sparse_mla V3.2-row kernel, q_terms 1", args, blocks, stream);
   }
   if (q_terms == 2) {
-    return launch_warp_specialised(sparse_mla_v32_kernel<2>, V32Config::kSmemAlloc, V32Config::kThreads,
-                                   V32Config::kEntryRegs, "sparse_mla_v32_kernel<2>", args, blocks, stream);
+    return launch_sparse_mla_kernel<V32Kernel<2>>("sparse_mla V3.2-row kernel, q_terms 2", args, blocks, stream);
   }
   // validate(SparseMlaParams) refused every other count before any CUDA call.
   return invalid_argument("sparse_mla fp8: q_terms " + std::to_string(q_terms) + " is not instantiated");

@@ -36,6 +36,7 @@
 #include "hopper/wgmma_bf16.cuh"
 #include "sparse_mla/gather.cuh"
 #include "sparse_mla/kernel_args.h"
+#include "sparse_mla/kernel_entry.cuh"
 #include "sparse_mla/key_order.h"
 #include "sparse_mla/online_softmax.cuh"
 #include "sparse_mla/phase_probe.cuh"
@@ -554,36 +555,50 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
 
 }  // namespace v32
 
+// The kernel (kernel_entry.cuh): warpgroup 0 the score group, warpgroups 1 and 2 the value groups.
 template <int kQTerms>
-__global__ void __launch_bounds__(V32Config::kThreads, 1) sparse_mla_v32_kernel(const KernelArgs p) {
+struct V32Kernel {
   static_assert(kQTerms >= 1 && kQTerms <= V32Config::kMaxQTerms, "Q's nope terms fit their tiles");
   using C = V32Config;
-  extern __shared__ uint8_t smem_raw[];
-  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
-  FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
-  const SmemBase base = aligned_smem_base(smem_raw);
-  const v32::Barriers bars = v32::Barriers::at(base.ptr);
-  if (threadIdx.x == 0) bars.init();
-  __syncthreads();
-  const int wg = threadIdx.x / 128;
-  const int thread = threadIdx.x % 128;
-  if (wg == 0) {
-    hopper::warpgroup_reg_dealloc<C::kScoreRegs>();
+  static constexpr int kThreads = C::kThreads;
+  static constexpr uint32_t kSmemAlloc = C::kSmemAlloc;
+  static constexpr int kEntryRegs = C::kEntryRegs;
+  static constexpr int kFirstRoleRegs = C::kScoreRegs;
+  static constexpr int kSecondRoleRegs = C::kValueRegs;
+
+  // The shared memory and the barriers' addresses, found once before the roles part.
+  struct Setup {
+    SmemBase base;
+    v32::Barriers bars;
+  };
+  __device__ __forceinline__ static Setup setup(uint8_t* smem_raw) {
+    FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkSmid);
+    FP8DSA_PHASE_MARK(threadIdx.x == 0, kMarkEntry);
+    const SmemBase base = aligned_smem_base(smem_raw);
+    const v32::Barriers bars = v32::Barriers::at(base.ptr);
+    if (threadIdx.x == 0) bars.init();
+    return {base, bars};
+  }
+
+  __device__ __forceinline__ static void first_role(const KernelArgs& p, const Setup& setup, int thread) {
     const int64_t token = blockIdx.x / p.head_blocks;
     const int length = token_length(p, token);
-    v32::score_group<kQTerms>(p, base.address, base.ptr, bars, token, static_cast<int>(blockIdx.x % p.head_blocks), length,
-                     tile_count(length), thread);
-  } else {
-    hopper::warpgroup_reg_alloc<C::kValueRegs>();
+    v32::score_group<kQTerms>(p, setup.base.address, setup.base.ptr, setup.bars, token,
+                              static_cast<int>(blockIdx.x % p.head_blocks), length, tile_count(length), thread);
+  }
+
+  __device__ __forceinline__ static void second_role(const KernelArgs& p, const Setup& setup, int wg, int thread) {
     const int64_t token = blockIdx.x / p.head_blocks;
     const int head_block = static_cast<int>(blockIdx.x % p.head_blocks);
     const int length = token_length(p, token);
     if (wg == 1) {
-      v32::value_group<kQTerms, 0>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+      v32::value_group<kQTerms, 0>(p, setup.base.address, setup.base.ptr, setup.bars, token, head_block, length,
+                                   tile_count(length), thread);
     } else {
-      v32::value_group<kQTerms, 1>(p, base.address, base.ptr, bars, token, head_block, length, tile_count(length), thread);
+      v32::value_group<kQTerms, 1>(p, setup.base.address, setup.base.ptr, setup.bars, token, head_block, length,
+                                   tile_count(length), thread);
     }
   }
-}
+};
 
 }  // namespace fp8dsa::detail::sparse_mla

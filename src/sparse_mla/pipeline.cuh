@@ -1,6 +1,6 @@
 // Pieces of the sparse MLA kernels' pipelines that are neither a GEMM nor the softmax: the
 // mbarrier wait (optionally bounded, for debugging a stuck pipeline), the CTA's aligned shared
-// memory base and the 64-head kernels' barrier set.
+// memory base and the kernels' barrier sets.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +65,36 @@ __device__ __forceinline__ SmemBase aligned_smem_base(uint8_t* smem_raw) {
   const uint32_t aligned = (raw + 1023u) & ~1023u;
   return {aligned, smem_raw + (aligned - raw)};
 }
+
+// The mbarriers of a kernel whose producer warpgroup gathers the K tiles (the seesaw and small-head
+// kernels), at kBarrierOffset in this order:
+//   full[kStages]   tile gathered: one cp.async arrival per producer thread;
+//   empty[kStages]  every consuming thread (kConsumerThreads) is done with the stage;
+//   q_full          Q gathered: one cp.async arrival per producer thread.
+template <int kStages, int kConsumerThreads, uint32_t kBarrierOffset>
+struct ProducerBarriers {
+  static constexpr uint32_t kFullOffset = kBarrierOffset;
+  static constexpr uint32_t kEmptyOffset = kFullOffset + 8 * kStages;
+  static constexpr uint32_t kQFullOffset = kEmptyOffset + 8 * kStages;
+  static constexpr uint32_t kCount = 2 * kStages + 1;
+
+  uint64_t* full;
+  uint64_t* empty;
+  uint64_t* q_full;
+
+  __device__ __forceinline__ static ProducerBarriers at(uint8_t* smem) {
+    return {reinterpret_cast<uint64_t*>(smem + kFullOffset), reinterpret_cast<uint64_t*>(smem + kEmptyOffset),
+            reinterpret_cast<uint64_t*>(smem + kQFullOffset)};
+  }
+  __device__ __forceinline__ void init() const {
+    for (int s = 0; s < kStages; ++s) {
+      hopper::mbarrier_init(&full[s], 128);
+      hopper::mbarrier_init(&empty[s], kConsumerThreads);
+    }
+    hopper::mbarrier_init(q_full, 128);
+    hopper::mbarrier_init_fence();
+  }
+};
 
 // The mbarriers of a kernel of one score and two value warpgroups (v32_kernel.cuh), for a config C with
 // kNumKStages, kNumPSlots, kNumValueGroups and kBarrierOffset.

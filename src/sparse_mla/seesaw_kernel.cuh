@@ -48,34 +48,12 @@ using Shape = ScoreShape<C::kKeysPerTile, C::kHeads>;
 static_assert(C::kDvPerMathGroup == kValueGroupDv, "a math group's O^T is a value group's (value_layout.h)");
 
 
-// The mbarriers at kBarrierOffset, in this order (the one description of their layout):
-//   full[kNumKStages]   tile gathered: one cp.async arrival per producer thread;
-//   empty[kNumKStages]  every math thread is done with the stage;
-//   q_full              Q gathered: one cp.async arrival per producer thread.
-constexpr uint32_t kFullOffset = C::kBarrierOffset;
-constexpr uint32_t kEmptyOffset = kFullOffset + 8 * C::kNumKStages;
-constexpr uint32_t kQFullOffset = kEmptyOffset + 8 * C::kNumKStages;
-static_assert(kQFullOffset + 8 == C::kBarrierOffset + 8 * C::kNumBarriers, "the config counts these barriers");
-
-// As pointers, for the initialisation and the producer.
-struct Barriers {
-  uint64_t* full;
-  uint64_t* empty;
-  uint64_t* q_full;
-
-  __device__ __forceinline__ static Barriers at(uint8_t* smem) {
-    return {reinterpret_cast<uint64_t*>(smem + kFullOffset), reinterpret_cast<uint64_t*>(smem + kEmptyOffset),
-            reinterpret_cast<uint64_t*>(smem + kQFullOffset)};
-  }
-  __device__ __forceinline__ void init() const {
-    for (int s = 0; s < C::kNumKStages; ++s) {
-      hopper::mbarrier_init(&full[s], 128);
-      hopper::mbarrier_init(&empty[s], C::kMathThreads);
-    }
-    hopper::mbarrier_init(q_full, 128);
-    hopper::mbarrier_init_fence();
-  }
-};
+// The mbarriers (pipeline.cuh): full, empty (every math thread) and q_full.
+using Barriers = ProducerBarriers<C::kNumKStages, C::kMathThreads, C::kBarrierOffset>;
+constexpr uint32_t kFullOffset = Barriers::kFullOffset;
+constexpr uint32_t kEmptyOffset = Barriers::kEmptyOffset;
+constexpr uint32_t kQFullOffset = Barriers::kQFullOffset;
+static_assert(Barriers::kCount == C::kNumBarriers, "the config counts these barriers");
 
 __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
   return smem + C::kKOffset + (tile % C::kNumKStages) * C::kKTileBytes;

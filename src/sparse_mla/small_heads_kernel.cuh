@@ -373,15 +373,9 @@ struct SmallHeadsKernel {
   static constexpr int kFirstRoleRegs = SC::kProducerRegs;
   static constexpr int kSecondRoleRegs = SC::kConsumerRegs;
 
-  // The barriers at kBarrierOffset: full[kNumKStages] (one cp.async arrival per producer thread),
-  // empty[kNumKStages] (the consuming warpgroup), q_full.
-  struct Barriers {
-    uint64_t *full, *empty, *q_full;
-    __device__ __forceinline__ static Barriers at(uint8_t* smem) {
-      uint64_t* full = reinterpret_cast<uint64_t*>(smem + SC::kBarrierOffset);
-      return {full, full + SC::kNumKStages, full + 2 * SC::kNumKStages};
-    }
-  };
+  // The barriers (pipeline.cuh): full, empty (the consuming warpgroup) and q_full.
+  using Barriers = ProducerBarriers<SC::kNumKStages, 128, SC::kBarrierOffset>;
+  static_assert(Barriers::kCount == SC::kNumBarriers, "the config counts these barriers");
 
   // The shared memory, the barriers' addresses and the CTA's first token, found once before the roles
   // part.
@@ -393,14 +387,7 @@ struct SmallHeadsKernel {
   __device__ __forceinline__ static Setup setup(uint8_t* smem_raw) {
     const SmemBase base = aligned_smem_base(smem_raw);
     const Barriers b = Barriers::at(base.ptr);
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < SC::kNumKStages; ++s) {
-        hopper::mbarrier_init(&b.full[s], 128);
-        hopper::mbarrier_init(&b.empty[s], 128);
-      }
-      hopper::mbarrier_init(b.q_full, 128);
-      hopper::mbarrier_init_fence();
-    }
+    if (threadIdx.x == 0) b.init();
     return {base, b, int64_t{blockIdx.x} * SC::kTokensPerCta};
   }
 

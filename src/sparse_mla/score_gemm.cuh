@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "hopper/smem_descriptor.h"
 #include "hopper/wgmma.cuh"
@@ -91,28 +92,48 @@ __device__ __forceinline__ void start_qk_chains(float (&s)[S::kAccRegs], float (
   if constexpr (kStart > 2) issue_qk_chain<S, kQkChains, 2>(part[1], desc_a, desc_b);
 }
 
-template <class S, int kQkChains, int c = kStartedQkChains<kQkChains>>
-__device__ __forceinline__ void finish_qk_chains(float (&s)[S::kAccRegs], float (&part)[2][S::kAccRegs],
-                                                 uint64_t desc_a, uint64_t desc_b) {
-  if constexpr (c < kQkChains && c < 3) {
+// The schedule of finish_qk_chains with the chains and their promotion as policies, so that every
+// kernel's QK^T runs the same schedule: issue(acc, Chain<c>{}) issues chain c into acc as one
+// committed wgmma group; promote(s, part, Chain<c>{}) folds the completed chain c (in part) into s
+// (the 576-byte rows: add_into; the V3.2 rows: times the keys' block scales, v32_kernel.cuh).
+// Chain 0 is in s itself (the V3.2 rows' policy scales it when it folds chain 1). Called with c = the
+// number of chains already issued (1 to 3).
+template <int c>
+using Chain = std::integral_constant<int, c>;
+
+template <int kChains, int c, int kRegs, class Issue, class Promote>
+__device__ __forceinline__ void finish_chains(float (&s)[kRegs], float (&part)[2][kRegs], Issue&& issue,
+                                              Promote&& promote) {
+  if constexpr (c < kChains && c < 3) {
     // Chains 1 and 2 take accumulators nobody used yet.
-    issue_qk_chain<S, kQkChains, c>(part[c - 1], desc_a, desc_b);
-    finish_qk_chains<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
-  } else if constexpr (c < kQkChains) {
+    issue(part[c - 1], Chain<c>{});
+    finish_chains<kChains, c + 1>(s, part, issue, promote);
+  } else if constexpr (c < kChains) {
     hopper::wgmma_wait_group<1>();  // chain c - 2 (and every one before it) is complete
-    add_into(s, part[(c - 1) % 2]);
-    issue_qk_chain<S, kQkChains, c>(part[(c - 1) % 2], desc_a, desc_b);
-    finish_qk_chains<S, kQkChains, c + 1>(s, part, desc_a, desc_b);
+    promote(s, part[(c - 1) % 2], Chain<c - 2>{});
+    issue(part[(c - 1) % 2], Chain<c>{});
+    finish_chains<kChains, c + 1>(s, part, issue, promote);
   } else {
-    // In flight now: chains kQkChains - 2 and kQkChains - 1 (or chain 0 alone).
-    if constexpr (kQkChains > 1) {
+    // In flight now: chains kChains - 2 and kChains - 1 (or chain 0 alone).
+    if constexpr (kChains > 1) {
       hopper::wgmma_wait_group<1>();
-      if constexpr (kQkChains > 2) add_into(s, part[(kQkChains - 3) % 2]);
+      if constexpr (kChains > 2) promote(s, part[(kChains - 3) % 2], Chain<kChains - 2>{});
     }
     hopper::wgmma_wait_group<0>();
     hopper::wgmma_fence_operands(s);
-    if constexpr (kQkChains > 1) add_into(s, part[(kQkChains - 2) % 2]);
+    if constexpr (kChains > 1) promote(s, part[(kChains - 2) % 2], Chain<kChains - 1>{});
   }
+}
+
+template <class S, int kQkChains, int c = kStartedQkChains<kQkChains>>
+__device__ __forceinline__ void finish_qk_chains(float (&s)[S::kAccRegs], float (&part)[2][S::kAccRegs],
+                                                 uint64_t desc_a, uint64_t desc_b) {
+  finish_chains<kQkChains, c>(
+      s, part,
+      [&](float (&acc)[S::kAccRegs], auto chain) {
+        issue_qk_chain<S, kQkChains, decltype(chain)::value>(acc, desc_a, desc_b);
+      },
+      [](float (&sum)[S::kAccRegs], float (&done)[S::kAccRegs], auto) { add_into(sum, done); });
 }
 
 // A QK^T chain plan with a lead: chain 0 of kLead k-steps, then chains of kStep k-steps (the last

@@ -96,8 +96,9 @@ __device__ __forceinline__ void issue_chain(float (&acc)[32], const QDescriptors
   hopper::wgmma_commit_group();
 }
 
-// s += chain k (in part), once complete: nope chains times their block's key scales (chain 0 is in
-// s itself and shares block 0 with chain 1), the rope after the nope sum took the head's Q scale.
+// s += chain k (in part), once complete (finish_chains' promotion policy): nope chains times their
+// block's key scales (chain 0 is in s itself and shares block 0 with chain 1), the rope after the nope
+// sum took the head's Q scale.
 // A thread's register r is key 8 (r / 4) + 2t + r % 2 (hopper/wgmma_layout.h).
 template <int k>
 __device__ __forceinline__ void promote(float (&s)[32], float (&part)[32], uint32_t stage, int t,
@@ -153,33 +154,15 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
     issue_chain<kQTerms, 0>(s, q, k);
     issue_chain<kQTerms, 1>(part[0], q, k);
   };
-  // Two chains in flight behind the one being promoted (score_gemm.cuh explains the pattern).
+  // Chains 2.. with two in flight behind the one being promoted (score_gemm.cuh: finish_chains).
   const auto finish_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
     const uint64_t k = k_descriptor(tile);
     const uint32_t stage = stage_address(smem, tile);
-    issue_chain<kQTerms, 2>(part[1], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<1>(s, part[0], stage, t, q_scale);
-    issue_chain<kQTerms, 3>(part[0], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<2>(s, part[1], stage, t, q_scale);
-    issue_chain<kQTerms, 4>(part[1], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<3>(s, part[0], stage, t, q_scale);
-    issue_chain<kQTerms, 5>(part[0], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<4>(s, part[1], stage, t, q_scale);
-    issue_chain<kQTerms, 6>(part[1], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<5>(s, part[0], stage, t, q_scale);
-    issue_chain<kQTerms, 7>(part[0], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<6>(s, part[1], stage, t, q_scale);
-    issue_chain<kQTerms, 8>(part[1], q, k);
-    hopper::wgmma_wait_group<1>();
-    promote<7>(s, part[0], stage, t, q_scale);
-    hopper::wgmma_wait_group<0>();
-    promote<8>(s, part[1], stage, t, q_scale);
+    finish_chains<C::kQkChains, 2>(
+        s, part, [&](float (&acc)[32], auto chain) { issue_chain<kQTerms, decltype(chain)::value>(acc, q, k); },
+        [&](float (&sum)[32], float (&done)[32], auto chain) {
+          promote<decltype(chain)::value>(sum, done, stage, t, q_scale);
+        });
   };
   FP8DSA_PAIR_STEP_CLOCK(steps);  // the probe build's step clock (phase_probe.cuh), restarted at the loop
   const auto softmax_and_publish = [&](int tile, float (&s)[32]) {

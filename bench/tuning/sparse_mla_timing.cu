@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,25 @@ double median_ms(const fp8dsa::SparseMlaParams& p, int reps, const Fp8Tuning& tu
   FP8DSA_TOOL_CHECK_OK(fp8dsa::tools::time_launches(nullptr, 1, config, launch, &timing));
   return timing.median_ms;
 }
+
+#if defined(FP8DSA_MLA_PHASE_PROBE)
+// Prints group `group`'s mean cycles of each named step (phase_probe.cuh: the pair-step sums of the
+// first `ctas` CTAs, over `per` loop iterations a CTA) and their total; `semicolons` ends each step
+// with one (step names with spaces), else only the total is set off.
+void print_step_means(const std::vector<uint32_t>& steps, size_t ctas, int group, const char* const* names,
+                      int count, double per, bool semicolons) {
+  using fp8dsa::detail::sparse_mla::kNumPairSteps;
+  double total = 0;
+  for (int k = 0; k < count; ++k) {
+    double sum = 0;
+    for (size_t i = 0; i < ctas; ++i) sum += steps[(i * 2 + group) * kNumPairSteps + k];
+    sum /= static_cast<double>(ctas) * per;
+    total += sum;
+    std::printf(" %s %.0f%s", names[k], sum, semicolons ? ";" : "");
+  }
+  std::printf("%s total %.0f\n", semicolons ? "" : ";", total);
+}
+#endif
 
 }  // namespace
 
@@ -169,10 +189,11 @@ int main(int argc, char** argv) {
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     const double us_per_cycle = 1e3 / clock_khz;
     const double tiles = topk / 64.0;
-    static const char* kScoreNames[] = {"next tile's wait + 2 chains", "softmax", "P slot wait",
-                                        "P published + 7 chains"};
-    static const char* kValueNames[] = {"stage wait + factors", "P wait", "rescale + barrier", "P_b",
-                                        "P.V", "refill"};
+    static const char* const kScoreNames[kV32ScoreChains + 1] = {"next tile's wait + 2 chains", "softmax",
+                                                                 "P slot wait", "P published + 7 chains"};
+    static const char* const kValueNames[kV32ValueRefill + 1] = {"stage wait + factors", "P wait",
+                                                                 "rescale + barrier",    "P_b",
+                                                                 "P.V",                  "refill"};
     for (int q_terms : {2, 1}) {
       for (int h : {64, 128}) {
         const fp8dsa::SparseMlaParams p = v32_params_for(h, q_terms);
@@ -198,20 +219,11 @@ int main(int argc, char** argv) {
                     "entry -> value group 0's loop end %.2f; entry -> its end %.2f\n",
                     q_terms, h, ctas, clock_khz / 1000, fill / n * us_per_cycle, loop / n * us_per_cycle,
                     value_end / n * us_per_cycle, end / n * us_per_cycle);
-        for (int g = 0; g < 2; ++g) {
-          const int count = g == 0 ? 4 : 6;
-          const double per = g == 0 ? tiles - 1 : tiles;  // the score group's last tile is peeled
-          std::printf("v32 q_terms=%d h=%d %s, cycles a tile:", q_terms, h, g == 0 ? "score group" : "value group 0");
-          double total = 0;
-          for (int k = 0; k < count; ++k) {
-            double sum = 0;
-            for (size_t i = 0; i < ctas; ++i) sum += steps[(i * 2 + g) * kNumPairSteps + k];
-            sum /= n * per;
-            total += sum;
-            std::printf(" %s %.0f;", g == 0 ? kScoreNames[k] : kValueNames[k], sum);
-          }
-          std::printf(" total %.0f\n", total);
-        }
+        std::printf("v32 q_terms=%d h=%d score group, cycles a tile:", q_terms, h);
+        // The score group's last tile is peeled and not counted.
+        print_step_means(steps, ctas, 0, kScoreNames, std::size(kScoreNames), tiles - 1, true);
+        std::printf("v32 q_terms=%d h=%d value group 0, cycles a tile:", q_terms, h);
+        print_step_means(steps, ctas, 1, kValueNames, std::size(kValueNames), tiles, true);
       }
     }
     return 0;
@@ -268,18 +280,11 @@ int main(int argc, char** argv) {
       FP8DSA_TOOL_CHECK_OK(read_pair_steps(&steps));
       // Averaged over a CTA's 16 pairs (the last, peeled, has no lead and no chains of a next tile).
       const double pairs_per_cta = 2048.0 / 64 / 2;
-      static const char* kStepNames[kNumPairSteps] = {"lead", "bounds", "probabilities", "P wait", "values", "chains"};
+      static const char* const kStepNames[kNumPairSteps] = {"lead", "bounds", "probabilities", "P wait", "values",
+                                                            "chains"};
       for (int g = 0; g < 2; ++g) {
         std::printf("h=%d math group %d, cycles a pair:", h, g);
-        double total = 0;
-        for (int k = 0; k < kNumPairSteps; ++k) {
-          double sum = 0;
-          for (size_t i = 0; i < ctas; ++i) sum += steps[(i * 2 + g) * kNumPairSteps + k];
-          sum /= n * pairs_per_cta;
-          total += sum;
-          std::printf(" %s %.0f", kStepNames[k], sum);
-        }
-        std::printf("; total %.0f\n", total);
+        print_step_means(steps, ctas, g, kStepNames, kNumPairSteps, pairs_per_cta, false);
       }
     }
     return 0;

@@ -7,8 +7,8 @@
 //   warpgroups 1 and 2: setmaxnreg up to Kernel::kSecondRoleRegs, Kernel::second_role with wg 1 or
 //     2 (the math, consumer or value groups; what they share is set up once, before they part).
 // Each role finds its token and lengths after its setmaxnreg (values live across it get spilled);
-// what Setup holds is each kernel's choice as measured. The policies: seesaw_kernel.cuh, small_heads_kernel.cuh, v32_kernel.cuh; their
-// launcher: launch_kernel.h (launch_sparse_mla_kernel).
+// what Setup holds is each kernel's choice as measured. The policies: seesaw_kernel.cuh,
+// small_heads_kernel.cuh, v32_kernel.cuh; their launcher: launch_kernel.h (launch_sparse_mla_kernel).
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,14 @@
 // A debugging aid for the seesaw and V3.2-row kernels (CMake option FP8DSA_MLA_PHASE_PROBE, off by
 // default; the default build's code does not change): per CTA, its SM and clock64 at marked points,
-// so that a tuning run can tell where a CTA's time goes (`fp8dsa_sparse_mla_timing phases [v32]`). The marks of the
-// last launch stay in a device array of the first kPhaseProbeCtas CTAs, read by read_phase_probe
-// (launch.h).
+// so that a tuning run can tell where a CTA's time goes (`fp8dsa_sparse_mla_timing phases [v32]`).
+// The marks of the last launch stay in a device array of the first kPhaseProbeCtas CTAs, read by
+// read_phase_probe and read_v32_phase_probe (launch.h).
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include <cuda_runtime_api.h>
 
 namespace fp8dsa::detail::sparse_mla {
 
@@ -25,8 +28,11 @@ enum PairStep : int { kStepLead, kStepBounds, kStepProbabilities, kStepPWait, kS
 // wait and factor table; the wait for P; the rescale and the table barrier; P_b and their weights;
 // P.V; the refill of the stage).
 enum V32ScoreStep : int { kV32ScoreStart, kV32ScoreSoftmax, kV32ScoreSlotWait, kV32ScoreChains };
-enum V32ValueStep : int { kV32ValueStage, kV32ValuePWait, kV32ValueRescale, kV32ValuePb, kV32ValueMma, kV32ValueRefill };
-static_assert(static_cast<int>(kV32ValueRefill) < static_cast<int>(kNumPairSteps), "the V3.2 steps fit the pair-step slots");
+enum V32ValueStep : int {
+  kV32ValueStage, kV32ValuePWait, kV32ValueRescale, kV32ValuePb, kV32ValueMma, kV32ValueRefill
+};
+static_assert(static_cast<int>(kV32ValueRefill) < static_cast<int>(kNumPairSteps),
+              "the V3.2 steps fit the pair-step slots");
 
 #if defined(FP8DSA_MLA_PHASE_PROBE)
 __device__ unsigned long long g_phase_probe[kPhaseProbeCtas][kNumMarks];
@@ -65,6 +71,19 @@ struct PairStepClock {
     for (int s = 0; s < kNumPairSteps; ++s) g_pair_steps[blockIdx.x][group][s] = sums[s];
   }
 };
+// The arrays are defined per translation unit (whole-program device code): these readers have
+// internal linkage, so that each kernel's instantiation file reads its own copies.
+namespace {
+inline cudaError_t copy_phase_probe(std::vector<uint64_t>* marks) {
+  marks->assign(static_cast<size_t>(kPhaseProbeCtas) * kNumMarks, 0);
+  return cudaMemcpyFromSymbol(marks->data(), g_phase_probe, marks->size() * sizeof(uint64_t));
+}
+inline cudaError_t copy_pair_steps(std::vector<uint32_t>* sums) {
+  sums->assign(static_cast<size_t>(kPhaseProbeCtas) * 2 * kNumPairSteps, 0);
+  return cudaMemcpyFromSymbol(sums->data(), g_pair_steps, sums->size() * sizeof(uint32_t));
+}
+}  // namespace
+
 #define FP8DSA_PAIR_STEP_CLOCK(name) PairStepClock name
 #define FP8DSA_PAIR_STEP(clock, s) clock.step(s)
 #define FP8DSA_PAIR_STEP_RESTART(clock) clock.restart()

@@ -50,9 +50,6 @@ static_assert(C::kDvPerMathGroup == kValueGroupDv, "a math group's O^T is a valu
 
 // The mbarriers (pipeline.cuh): full, empty (every math thread) and q_full.
 using Barriers = ProducerBarriers<C::kNumKStages, C::kMathThreads, C::kBarrierOffset>;
-constexpr uint32_t kFullOffset = Barriers::kFullOffset;
-constexpr uint32_t kEmptyOffset = Barriers::kEmptyOffset;
-constexpr uint32_t kQFullOffset = Barriers::kQFullOffset;
 static_assert(Barriers::kCount == C::kNumBarriers, "the config counts these barriers");
 
 __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
@@ -60,12 +57,12 @@ __device__ __forceinline__ uint32_t stage_address(uint32_t smem, int tile) {
 }
 // As shared addresses from the base (a 32-bit register), for the math groups.
 __device__ __forceinline__ uint32_t full_at(uint32_t smem, int tile) {
-  return smem + kFullOffset + 8 * (tile % C::kNumKStages);
+  return smem + Barriers::kFullOffset + 8 * (tile % C::kNumKStages);
 }
 __device__ __forceinline__ uint32_t empty_at(uint32_t smem, int tile) {
-  return smem + kEmptyOffset + 8 * (tile % C::kNumKStages);
+  return smem + Barriers::kEmptyOffset + 8 * (tile % C::kNumKStages);
 }
-__device__ __forceinline__ uint32_t q_full_at(uint32_t smem) { return smem + kQFullOffset; }
+__device__ __forceinline__ uint32_t q_full_at(uint32_t smem) { return smem + Barriers::kQFullOffset; }
 __device__ __forceinline__ void wait_full(uint32_t smem, int tile) {
   wait_barrier_at(full_at(smem, tile), (tile / C::kNumKStages) & 1);
 }

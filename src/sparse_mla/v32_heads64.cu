@@ -14,13 +14,11 @@ namespace fp8dsa::detail::sparse_mla {
 #if defined(FP8DSA_MLA_PHASE_PROBE)
 // This file's copies of the probe arrays (phase_probe.cuh: one per translation unit).
 Status read_v32_phase_probe(std::vector<uint64_t>* marks) {
-  marks->assign(static_cast<size_t>(kPhaseProbeCtas) * kNumMarks, 0);
-  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(marks->data(), g_phase_probe, marks->size() * sizeof(uint64_t)));
+  FP8DSA_CUDA_RETURN_IF_ERROR(copy_phase_probe(marks));
   return Status::ok();
 }
 Status read_v32_pair_steps(std::vector<uint32_t>* sums) {
-  sums->assign(static_cast<size_t>(kPhaseProbeCtas) * 2 * kNumPairSteps, 0);
-  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpyFromSymbol(sums->data(), g_pair_steps, sums->size() * sizeof(uint32_t)));
+  FP8DSA_CUDA_RETURN_IF_ERROR(copy_pair_steps(sums));
   return Status::ok();
 }
 #endif

@@ -140,7 +140,9 @@ int main(int argc, char** argv) {
   if (profile && argc > 2 && std::strcmp(argv[2], "v32") == 0) {
     const int h = argc > 3 ? std::atoi(argv[3]) : 128;
     const int q_terms = argc > 4 ? std::atoi(argv[4]) : 2;
-    const fp8dsa::Status st = fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(v32_params_for(h, q_terms));
+    const fp8dsa::SparseMlaParams p = v32_params_for(h, q_terms);
+    FP8DSA_TOOL_CHECK_OK(fp8dsa::validate(p));  // a head count or q_terms the library refuses, with its message
+    const fp8dsa::Status st = fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(p);
     FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
     std::printf("profile launch v32 h=%d q_terms=%d: %s\n", h, q_terms, st.to_string().c_str());
     return st.is_ok() ? 0 : 1;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,72 @@ Status run_peer(const std::string& cmd, std::vector<KernelTime>* results) {
   return Status::ok();
 }
 
+// The page-table form on the same rows (issue 57's floor: no more than 5% slower than the plain
+// form): one sequence of 64-key pages in a shuffled order, as an engine's cache hands them out;
+// every row maps through it. Its selection must be the plain one's, mapped key by key.
+Status bench_page_table_form(const BenchContext& ctx, const TopkParams& plain, const std::string& shape,
+                             double plain_ms, const std::vector<int32_t>& plain_indices,
+                             const std::function<void(double, ResultRow&)>& rate) {
+  constexpr int kPageSize = 64;
+  const int pages = static_cast<int>((plain.num_keys + kPageSize - 1) / kPageSize);
+  std::vector<int32_t> table(static_cast<size_t>(pages));
+  for (int i = 0; i < pages; ++i) table[static_cast<size_t>(i)] = i;
+  uint64_t state = ctx.seed * 0x9E3779B97F4A7C15ull + 77;  // a seeded Fisher-Yates shuffle
+  for (int i = pages - 1; i > 0; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(table[static_cast<size_t>(i)], table[static_cast<size_t>((state >> 33) % static_cast<uint64_t>(i + 1))]);
+  }
+  tools::DeviceBytes page_table, row_seq, indices;
+  FP8DSA_RETURN_IF_ERROR(upload(table, &page_table));
+  FP8DSA_RETURN_IF_ERROR(upload(std::vector<int32_t>(static_cast<size_t>(plain.num_rows), 0), &row_seq));
+  FP8DSA_RETURN_IF_ERROR(indices.allocate(plain_indices.size() * sizeof(int32_t)));
+  TopkParams p = plain;
+  p.indices = indices.as<int32_t>();
+  p.page_table = page_table.as<int32_t>();
+  p.num_seqs = 1;
+  p.pages_per_seq = pages;
+  p.page_size = kPageSize;
+  p.row_seq = row_seq.as<int32_t>();
+
+  ResultRow row;
+  row.op = "topk";
+  row.shape = shape + " page_table=" + std::to_string(kPageSize);
+  row.kernel = "fp8dsa::topk (page-table form)";
+  const size_t at = ctx.results->rows().size();
+  FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return topk(p); }, row, rate));
+
+  std::vector<int32_t> got(plain_indices.size());
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(got.data(), indices.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<int32_t> ks(static_cast<size_t>(plain.num_rows));
+  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ks.data(), plain.ks, ks.size() * 4, cudaMemcpyDeviceToHost));
+  int64_t bad = 0;
+  std::vector<int32_t> want_row, got_row;
+  for (int64_t t = 0; t < plain.num_rows; ++t) {
+    want_row.clear();
+    got_row.clear();
+    for (int j = 0; j < plain.k; ++j) {
+      const size_t cell = static_cast<size_t>(t) * plain.k + j;
+      const int32_t key = plain_indices[cell];
+      const int32_t pos = key - ks[static_cast<size_t>(t)];  // row_pos_base: ks
+      want_row.push_back(key < 0 ? -1 : table[static_cast<size_t>(pos / kPageSize)] * kPageSize + pos % kPageSize);
+      got_row.push_back(got[cell]);
+    }
+    std::sort(want_row.begin(), want_row.end());
+    std::sort(got_row.begin(), got_row.end());
+    bad += want_row != got_row;
+  }
+  ResultRow& r = ctx.results->row(at);
+  char note[160];
+  std::snprintf(note, sizeof(note), "x%.3f of the plain form's time; %s", r.ms / plain_ms,
+                bad == 0 ? "the plain selection, mapped" : (std::to_string(bad) + " rows differ from the plain one, mapped").c_str());
+  r.note = note;
+  std::printf("  page table %s: %.4f ms, %s\n", shape.c_str(), r.ms, note);
+  if (bad != 0) return invalid_argument("topk bench: the page-table form's selection is not the plain one's on " +
+                                        std::to_string(bad) + " rows of " + shape);
+  return Status::ok();
+}
+
 Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexer_logits_data) {
   constexpr int64_t kTokens = 4096;
   tools::CausalBounds bounds;
@@ -195,11 +262,13 @@ Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexe
   row.kernel = "fp8dsa::topk";
   const size_t our_row = ctx.results->rows().size();
   FP8DSA_RETURN_IF_ERROR(time_and_record(ctx, 1, [&](int) { return topk(p); }, row, rate));
-  if (ctx.sgl_topk.empty() && ctx.torch_topk.empty()) return Status::ok();
 
   std::vector<int32_t> ours(static_cast<size_t>(kTokens) * kTopk);  // as the timed launches left them
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ours.data(), indices.get(), ours.size() * 4, cudaMemcpyDeviceToHost));
+  FP8DSA_RETURN_IF_ERROR(bench_page_table_form(ctx, p, shape, ctx.results->row(our_row).ms, ours, rate));
+  if (ctx.sgl_topk.empty() && ctx.torch_topk.empty()) return Status::ok();
+
   const std::string dir = ctx.anchor_dir + "/topk_io";
   FP8DSA_RETURN_IF_ERROR(make_directory(dir));
   if (!write_file(dir + "/logits.f32", host) || !write_file(dir + "/ks.i32", ks) || !write_file(dir + "/ke.i32", ke)) {

@@ -246,12 +246,8 @@ __device__ __forceinline__ void math_group(const KernelArgs& p, uint32_t smem, u
       const int head = value_head(lane, c, e);
       if (head0 + head >= p.num_heads) continue;  // h = 32 runs as one block with rows past h zero
       const float f = out_scale[head];
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) {
-        // block mb's row halves 0 / 1 are d_v columns value_dv_ldsm(...) and the next
-        const __nv_bfloat162 v = __floats2bfloat162_rn(o[mb][4 * c + e] * f, o[mb][4 * c + 2 + e] * f);
-        *reinterpret_cast<__nv_bfloat162*>(out + head * p.out_head_stride + value_dv_ldsm(m, warp, lane, mb)) = v;
-      }
+      store_output_head<1>([&](int mb, int hh) { return o[mb][4 * c + 2 * hh + e] * f; },
+                           [&](int mb) { return out + head * p.out_head_stride + value_dv_ldsm(m, warp, lane, mb); });
     }
   FP8DSA_PHASE_MARK(m == 0 && thread == 0, kMarkEnd);
 }

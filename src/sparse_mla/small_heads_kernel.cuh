@@ -301,14 +301,8 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
     const float f = out_scale[j];
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
-      uint32_t words[4];
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) {
-        const __nv_bfloat162 v = __floats2bfloat162_rn(o[4 * w + mb][r0] * f, o[4 * w + mb][r0 + 2] * f);
-        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
-      }
-      *reinterpret_cast<uint4*>(out + slot_column(lane, j) * p.out_head_stride + value_dv(w, warp, lane)) =
-          make_uint4(words[0], words[1], words[2], words[3]);
+      store_output_head<4>([&](int mb, int hh) { return o[4 * w + mb][r0 + 2 * hh] * f; },
+                           [&](int) { return out + slot_column(lane, j) * p.out_head_stride + value_dv(w, warp, lane); });
     }
   }
 }

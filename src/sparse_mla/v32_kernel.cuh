@@ -522,16 +522,10 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
         const float sum = sums[(2 * w + lb) * C::kHeads + head];
         factor[lb] = sum > 0.0f ? out_scale[head] * ref[lb] / sum : 0.0f;
       }
-      uint32_t words[4];
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb) {
-        const float f = factor[mb / 2];
-        const __nv_bfloat162 v = __floats2bfloat162_rn(o[mb][4 * c + e] * f, o[mb][4 * c + 2 + e] * f);
-        words[mb] = *reinterpret_cast<const uint32_t*>(&v);
-      }
+      // Blocks 0, 1 are 4 columns of the group's first scale block, 2, 3 the same of its second.
       __nv_bfloat16* dst = out + head * p.out_head_stride;
-      *reinterpret_cast<uint2*>(dst) = make_uint2(words[0], words[1]);
-      *reinterpret_cast<uint2*>(dst + kV32ScaleBlock) = make_uint2(words[2], words[3]);
+      store_output_head<2>([&](int mb, int hh) { return o[mb][4 * c + 2 * hh + e] * factor[mb / 2]; },
+                           [&](int mb) { return dst + (mb / 2) * kV32ScaleBlock; });
     }
   FP8DSA_PHASE_MARK(w == 0 && thread == 0, kMarkEnd);
 }

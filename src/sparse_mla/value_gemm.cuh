@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+
 #include "hopper/smem_access.cuh"
 #include "hopper/wgmma.cuh"
 #include "sparse_mla/value_layout.h"
@@ -84,6 +86,39 @@ __device__ __forceinline__ void value_mma_step(float (&o)[4][32], uint32_t (&fra
   issue_value_mma_step(o, frag, desc_lo, desc_hi);
   hopper::wgmma_wait_group<0>();
   value_mma_operands_free(o, frag);
+}
+
+// The output store of every sparse MLA kernel: the d_v columns of one head that a thread holds in
+// its 4 O^T blocks, block mb's row halves hh = 0, 1 at address(mb) and the next column of the
+// head's output row (value_layout.h), written as bf16 of value(mb, hh) (O^T times the head's output
+// factor). kBlocksPerStore consecutive blocks whose columns follow each other go out as one store of
+// 4 kBlocksPerStore bytes at address(mb) of the first: 1 for value_dv_ldsm's blocks (64 columns
+// apart), 2 for value_dv_v32's (two 4-column runs, a scale block apart), 4 for value_dv's (8 columns).
+template <int kBlocksPerStore, class Value, class Address>
+__device__ __forceinline__ void store_output_head(Value&& value, Address&& address) {
+  static_assert(kBlocksPerStore == 1 || kBlocksPerStore == 2 || kBlocksPerStore == 4, "a store of 4, 8 or 16 bytes");
+  if constexpr (kBlocksPerStore == 1) {
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb) {
+      *reinterpret_cast<__nv_bfloat162*>(address(mb)) = __floats2bfloat162_rn(value(mb, 0), value(mb, 1));
+    }
+  } else {
+    uint32_t words[4];
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb) {
+      const __nv_bfloat162 v = __floats2bfloat162_rn(value(mb, 0), value(mb, 1));
+      words[mb] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+#pragma unroll
+    for (int mb = 0; mb < 4; mb += kBlocksPerStore) {
+      __nv_bfloat16* dst = address(mb);
+      if constexpr (kBlocksPerStore == 2) {
+        *reinterpret_cast<uint2*>(dst) = make_uint2(words[mb], words[mb + 1]);
+      } else {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(words[0], words[1], words[2], words[3]);
+      }
+    }
+  }
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -158,26 +158,43 @@ __device__ __forceinline__ void issue_plan_chain(float (&acc)[S::kAccRegs], uint
   hopper::wgmma_commit_group();
 }
 
-// Chains c.. of Plan after the lead chain, which went into `lead` (issued, maybe not complete): each
-// into s, waited for, added in f32. Returns with every chain complete and the whole score in s.
-template <class S, class Plan, int c = 1>
-__device__ __forceinline__ void finish_after_lead(float (&s)[S::kAccRegs], float (&lead)[S::kAccRegs],
-                                                  uint64_t desc_a, uint64_t desc_b) {
-  if constexpr (Plan::kChains == 1) {
+// The serial form of finish_chains' schedule, for a kernel with one accumulator to spare (the
+// seesaw: S, its lead chain's accumulator and O^T fill its registers): chain c into `fresh`, waited
+// for, folded into `sum` by promote(sum, fresh, Chain<c>{}); the last chain the other way round,
+// promote(fresh, sum, ...), so that the whole score ends in `fresh` without a copy (a symmetric
+// promotion, as the 576-byte rows' add_into). Chain 0 is in `sum`, issued, maybe not complete.
+template <int kChains, int c = 1, int kRegs, class Issue, class Promote>
+__device__ __forceinline__ void finish_chains_serial(float (&fresh)[kRegs], float (&sum)[kRegs], Issue&& issue,
+                                                     Promote&& promote) {
+  if constexpr (kChains == 1) {
     hopper::wgmma_wait_group<0>();
-    hopper::wgmma_fence_operands(lead);
+    hopper::wgmma_fence_operands(sum);
 #pragma unroll
-    for (int r = 0; r < S::kAccRegs; ++r) s[r] = lead[r];
-  } else if constexpr (c < Plan::kChains) {
-    issue_plan_chain<S, Plan, c>(s, desc_a, desc_b);
+    for (int r = 0; r < kRegs; ++r) fresh[r] = sum[r];
+  } else if constexpr (c < kChains) {
+    issue(fresh, Chain<c>{});
     hopper::wgmma_wait_group<0>();
-    if constexpr (c + 1 < Plan::kChains) {
-      add_into(lead, s);
-      finish_after_lead<S, Plan, c + 1>(s, lead, desc_a, desc_b);
+    if constexpr (c + 1 < kChains) {
+      promote(sum, fresh, Chain<c>{});
+      finish_chains_serial<kChains, c + 1>(fresh, sum, issue, promote);
     } else {
-      add_into(s, lead);
+      promote(fresh, sum, Chain<c>{});
     }
   }
+}
+
+// Chains 1.. of Plan after the lead chain, which went into `lead` (issued, maybe not complete):
+// finish_chains_serial with each chain added in f32. Returns with every chain complete and the whole
+// score in s.
+template <class S, class Plan>
+__device__ __forceinline__ void finish_after_lead(float (&s)[S::kAccRegs], float (&lead)[S::kAccRegs],
+                                                  uint64_t desc_a, uint64_t desc_b) {
+  finish_chains_serial<Plan::kChains>(
+      s, lead,
+      [&](float (&acc)[S::kAccRegs], auto chain) {
+        issue_plan_chain<S, Plan, decltype(chain)::value>(acc, desc_a, desc_b);
+      },
+      [](float (&into)[S::kAccRegs], float (&done)[S::kAccRegs], auto) { add_into(into, done); });
 }
 
 }  // namespace fp8dsa::detail::sparse_mla

@@ -301,8 +301,9 @@ __device__ __forceinline__ void consumer(const KernelArgs& p, uint32_t smem, uin
     const float f = out_scale[j];
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
-      store_output_head<4>([&](int mb, int hh) { return o[4 * w + mb][r0 + 2 * hh] * f; },
-                           [&](int) { return out + slot_column(lane, j) * p.out_head_stride + value_dv(w, warp, lane); });
+      store_output_head<4>(
+          [&](int mb, int hh) { return o[4 * w + mb][r0 + 2 * hh] * f; },
+          [&](int) { return out + slot_column(lane, j) * p.out_head_stride + value_dv(w, warp, lane); });
     }
   }
 }

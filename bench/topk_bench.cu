@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/cuda_check.h"
 #include "indexer_inputs.h"
 #include "tools/device_random.h"
+#include "tools/random_inputs.h"
 #include "fp8dsa/topk.h"
 #include "op_benches.h"
 #include "topk_baseline.h"
@@ -143,18 +145,15 @@ Status run_peer(const std::string& cmd, std::vector<KernelTime>* results) {
 // The page-table form on the same rows (issue 57's floor: no more than 5% slower than the plain
 // form): one sequence of 64-key pages in a shuffled order, as an engine's cache hands them out;
 // every row maps through it. Its selection must be the plain one's, mapped key by key.
-Status bench_page_table_form(const BenchContext& ctx, const TopkParams& plain, const std::string& shape,
-                             double plain_ms, const std::vector<int32_t>& plain_indices,
+Status bench_page_table_form(const BenchContext& ctx, const TopkParams& plain, const std::vector<int32_t>& ks,
+                             const std::string& shape, double plain_ms, const std::vector<int32_t>& plain_indices,
                              const std::function<void(double, ResultRow&)>& rate) {
   constexpr int kPageSize = 64;
   const int pages = static_cast<int>((plain.num_keys + kPageSize - 1) / kPageSize);
   std::vector<int32_t> table(static_cast<size_t>(pages));
-  for (int i = 0; i < pages; ++i) table[static_cast<size_t>(i)] = i;
-  uint64_t state = ctx.seed * 0x9E3779B97F4A7C15ull + 77;  // a seeded Fisher-Yates shuffle
-  for (int i = pages - 1; i > 0; --i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    std::swap(table[static_cast<size_t>(i)], table[static_cast<size_t>((state >> 33) % static_cast<uint64_t>(i + 1))]);
-  }
+  std::iota(table.begin(), table.end(), 0);
+  tools::Random rng(ctx.seed + 77);
+  std::shuffle(table.begin(), table.end(), rng.engine());
   tools::DeviceBytes page_table, row_seq, indices;
   FP8DSA_RETURN_IF_ERROR(upload(table, &page_table));
   FP8DSA_RETURN_IF_ERROR(upload(std::vector<int32_t>(static_cast<size_t>(plain.num_rows), 0), &row_seq));
@@ -177,8 +176,6 @@ Status bench_page_table_form(const BenchContext& ctx, const TopkParams& plain, c
   std::vector<int32_t> got(plain_indices.size());
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(got.data(), indices.get(), got.size() * 4, cudaMemcpyDeviceToHost));
-  std::vector<int32_t> ks(static_cast<size_t>(plain.num_rows));
-  FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ks.data(), plain.ks, ks.size() * 4, cudaMemcpyDeviceToHost));
   int64_t bad = 0;
   std::vector<int32_t> want_row, got_row;
   for (int64_t t = 0; t < plain.num_rows; ++t) {
@@ -266,7 +263,7 @@ Status bench_causal_shape(const BenchContext& ctx, int64_t num_keys, bool indexe
   std::vector<int32_t> ours(static_cast<size_t>(kTokens) * kTopk);  // as the timed launches left them
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.stream));
   FP8DSA_CUDA_RETURN_IF_ERROR(cudaMemcpy(ours.data(), indices.get(), ours.size() * 4, cudaMemcpyDeviceToHost));
-  FP8DSA_RETURN_IF_ERROR(bench_page_table_form(ctx, p, shape, ctx.results->row(our_row).ms, ours, rate));
+  FP8DSA_RETURN_IF_ERROR(bench_page_table_form(ctx, p, ks, shape, ctx.results->row(our_row).ms, ours, rate));
   if (ctx.sgl_topk.empty() && ctx.torch_topk.empty()) return Status::ok();
 
   const std::string dir = ctx.anchor_dir + "/topk_io";

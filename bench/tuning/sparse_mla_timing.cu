@@ -66,6 +66,23 @@ void print_step_means(const std::vector<uint32_t>& steps, size_t ctas, int group
   }
   std::printf("%s total %.0f\n", semicolons ? "" : ";", total);
 }
+
+// A probed launch of p (the whole kernel, no tail split), three times so that the probe holds the
+// last; returns the CTAs the probe recorded (its first kPhaseProbeCtas) for T tokens at h heads.
+size_t run_probed(const fp8dsa::SparseMlaParams& p, int64_t tokens, int h) {
+  fp8dsa::detail::sparse_mla::Fp8Tuning tuning;
+  tuning.tail_parts = 1;
+  for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(fp8dsa::detail::sparse_mla::launch_sparse_mla_fp8(p, tuning));
+  FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+  return static_cast<size_t>(std::min<int64_t>(fp8dsa::detail::sparse_mla::kPhaseProbeCtas, tokens * (h / 64)));
+}
+
+// Microseconds a cycle at the device's nominal clock (the SM's own runs lower under load), and that
+// clock in kHz.
+double nominal_us_per_cycle(int* clock_khz) {
+  FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(clock_khz, cudaDevAttrClockRate, 0));
+  return 1e3 / *clock_khz;
+}
 #endif
 
 }  // namespace
@@ -188,8 +205,7 @@ int main(int argc, char** argv) {
     // DeepSeek-V3.2's rows (tools/v32_rows.h), h = 64 and 128, q as two and as one e4m3 term.
     using namespace fp8dsa::detail::sparse_mla;
     int clock_khz = 0;
-    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-    const double us_per_cycle = 1e3 / clock_khz;
+    const double us_per_cycle = nominal_us_per_cycle(&clock_khz);
     const double tiles = topk / 64.0;
     static const char* const kScoreNames[kV32ScoreChains + 1] = {"next tile's wait + 2 chains", "softmax",
                                                                  "P slot wait", "P published + 7 chains"};
@@ -198,16 +214,11 @@ int main(int argc, char** argv) {
                                                                  "P.V",                  "refill"};
     for (int q_terms : {2, 1}) {
       for (int h : {64, 128}) {
-        const fp8dsa::SparseMlaParams p = v32_params_for(h, q_terms);
-        Fp8Tuning tuning;
-        tuning.tail_parts = 1;
-        for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(launch_sparse_mla_fp8(p, tuning));
-        FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+        const size_t ctas = run_probed(v32_params_for(h, q_terms), T, h);
         std::vector<uint64_t> marks;
         std::vector<uint32_t> steps;
         FP8DSA_TOOL_CHECK_OK(read_v32_phase_probe(&marks));
         FP8DSA_TOOL_CHECK_OK(read_v32_pair_steps(&steps));
-        const size_t ctas = static_cast<size_t>(std::min<int64_t>(kPhaseProbeCtas, T * (h / 64)));
         double fill = 0, loop = 0, value_end = 0, end = 0;
         for (size_t i = 0; i < ctas; ++i) {
           const uint64_t* m = &marks[i * kNumMarks];
@@ -241,17 +252,11 @@ int main(int argc, char** argv) {
     // cycles converted at the nominal clock (the SM's own runs lower under load).
     using namespace fp8dsa::detail::sparse_mla;
     int clock_khz = 0;
-    FP8DSA_TOOL_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-    const double us_per_cycle = 1e3 / clock_khz;
+    const double us_per_cycle = nominal_us_per_cycle(&clock_khz);
     for (int h : {64, 128}) {
-      Fp8Tuning tuning;
-      tuning.tail_parts = 1;
-      const fp8dsa::SparseMlaParams p = params_for(h);
-      for (int run = 0; run < 3; ++run) FP8DSA_TOOL_CHECK_OK(launch_sparse_mla_fp8(p, tuning));
-      FP8DSA_TOOL_CHECK_CUDA(cudaDeviceSynchronize());
+      const size_t ctas = run_probed(params_for(h), T, h);
       std::vector<uint64_t> marks;
       FP8DSA_TOOL_CHECK_OK(read_phase_probe(&marks));
-      const size_t ctas = static_cast<size_t>(std::min<int64_t>(kPhaseProbeCtas, T * (h / 64)));
       std::vector<const uint64_t*> cta(ctas);
       double fill = 0, pairs = 0, end = 0, producer_idle = 0, next = 0;
       for (size_t i = 0; i < ctas; ++i) {

@@ -228,6 +228,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   }
   sel.sync();
   int32_t* out = a.out.indices + row * a.out.indices_stride;
+  const detail::topk::RowPageMap map(a.out, row);
   if (bitmap) {
     // Thread t reads the range's words [t W, t W + W), W = ceil(words / kThreads) (every thread a
     // share however short the range): its rows are ranks [before, before + its count), ascending.
@@ -241,7 +242,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       while (w != 0u) {
         const int bit = __ffs(w) - 1;
         w &= w - 1u;
-        out[rank++] = detail::topk::page_transform(a.out, row, static_cast<int32_t>(row_lo + int64_t{i} * 32 + bit));
+        out[rank++] = map.map(static_cast<int32_t>(row_lo + int64_t{i} * 32 + bit));
       }
     }
     // Ranks past the survivors (a row with fewer than k valid keys) are padding.
@@ -263,7 +264,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
       const uint32_t rank = threadIdx.x * kItems + j;
       if (rank < k) {
         const int32_t key_row = static_cast<int32_t>(~static_cast<uint32_t>(item[j]));
-        out[rank] = rank < selected ? detail::topk::page_transform(a.out, row, key_row) : -1;
+        out[rank] = rank < selected ? map.map(key_row) : -1;
       }
     }
     return;
@@ -282,9 +283,7 @@ __global__ void __launch_bounds__(kThreads) select_candidates_kernel(const Selec
   for (int j = 0; j < kItems; ++j) {
     const uint32_t rank = threadIdx.x * kItems + j;
     if (rank < k) {
-      out[rank] = rank < selected
-                      ? detail::topk::page_transform(a.out, row, static_cast<int32_t>(row_lo + item[j]))
-                      : -1;
+      out[rank] = rank < selected ? map.map(static_cast<int32_t>(row_lo + item[j])) : -1;
     }
   }
 }

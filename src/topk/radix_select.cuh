@@ -294,9 +294,4 @@ __device__ __forceinline__ void ordered_pass(
   }
 }
 
-// The page-table transform of topk.h (page_table.h).
-__device__ __forceinline__ int32_t page_transform(const TopkParams& p, int64_t row, int32_t index) {
-  return page_table_transform(p, row, index);
-}
-
 }  // namespace fp8dsa::detail::topk

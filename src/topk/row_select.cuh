@@ -139,6 +139,7 @@ __device__ __forceinline__ void write_sorted_row(const TopkParams& p, int64_t ro
   constexpr int kItems = Smem::kSortItems;
   int32_t* out = p.indices + row * p.indices_stride;
   const int k = p.k;
+  const RowPageMap map(p, row);
   uint32_t key[kItems];
   int32_t idx[kItems];
 #pragma unroll
@@ -154,7 +155,7 @@ __device__ __forceinline__ void write_sorted_row(const TopkParams& p, int64_t ro
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int slot = threadIdx.x * kItems + j;
-    if (slot < k) out[slot] = idx[j] < 0 ? -1 : page_transform(p, row, static_cast<int32_t>(ks + idx[j]));
+    if (slot < k) out[slot] = idx[j] < 0 ? -1 : map.map(static_cast<int32_t>(ks + idx[j]));
   }
 }
 
@@ -164,23 +165,31 @@ __device__ __forceinline__ void write_unsorted_row(const TopkParams& p, int64_t 
                                                    RowSmem<kThreads, kCandCap>& s) {
   int32_t* out = p.indices + row * p.indices_stride;
   const int k = p.k;
-  if (p.page_table == nullptr && k % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
-    // Four slots a thread, 16-byte loads and stores (k = 2048: 512 vectors).
-    for (int v = threadIdx.x; v < k / 4; v += kThreads) {
-      const int4 idx = reinterpret_cast<const int4*>(s.out_idx)[v];
-      const uint32_t slot = 4u * v;
-      const int4 rows = make_int4(slot < count ? static_cast<int32_t>(ks + idx.x) : -1,
-                                  slot + 1 < count ? static_cast<int32_t>(ks + idx.y) : -1,
-                                  slot + 2 < count ? static_cast<int32_t>(ks + idx.z) : -1,
-                                  slot + 3 < count ? static_cast<int32_t>(ks + idx.w) : -1);
-      reinterpret_cast<int4*>(out)[v] = rows;
+  if (k % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+    // Four slots a thread, 16-byte loads and stores (k = 2048: 512 vectors); through the page table
+    // the four entries' loads are in flight together.
+    const auto write = [&](auto&& to_row) {
+      for (int v = threadIdx.x; v < k / 4; v += kThreads) {
+        const int4 idx = reinterpret_cast<const int4*>(s.out_idx)[v];
+        const uint32_t slot = 4u * v;
+        const int4 rows = make_int4(slot < count ? to_row(static_cast<int32_t>(ks + idx.x)) : -1,
+                                    slot + 1 < count ? to_row(static_cast<int32_t>(ks + idx.y)) : -1,
+                                    slot + 2 < count ? to_row(static_cast<int32_t>(ks + idx.z)) : -1,
+                                    slot + 3 < count ? to_row(static_cast<int32_t>(ks + idx.w)) : -1);
+        reinterpret_cast<int4*>(out)[v] = rows;
+      }
+    };
+    if (p.page_table == nullptr) {
+      write([](int32_t index) { return index; });
+    } else {
+      const RowPageMap map(p, row);
+      write([&](int32_t index) { return map.map(index); });
     }
     return;
   }
+  const RowPageMap map(p, row);
   for (int slot = threadIdx.x; slot < k; slot += kThreads) {
-    out[slot] = static_cast<uint32_t>(slot) < count
-                    ? page_transform(p, row, static_cast<int32_t>(ks + s.out_idx[slot]))
-                    : -1;
+    out[slot] = static_cast<uint32_t>(slot) < count ? map.map(static_cast<int32_t>(ks + s.out_idx[slot])) : -1;
   }
 }
 

@@ -311,8 +311,9 @@ __global__ void __launch_bounds__(kThreads, kThreads <= 256 ? 3 : 2) topk_filter
             });
           } else {
             int32_t* out = p.indices + row * p.indices_stride;
+            const RowPageMap map(p, row);
             select_candidates<kThreads>(k, found, num_chunks, s, [&](uint32_t slot, uint32_t, int32_t idx) {
-              out[slot] = page_transform(p, row, static_cast<int32_t>(ks + idx));
+              out[slot] = map.map(static_cast<int32_t>(ks + idx));
             });
             staged = false;
           }

@@ -129,9 +129,10 @@ __global__ void __launch_bounds__(kThreads) split_write_kernel(const SplitArgs a
   int32_t* out = p.indices + row * p.indices_stride;
   const uint32_t k = static_cast<uint32_t>(p.k);
   // Sorted output is mapped through the page table by the sort kernel, which needs raw indices.
+  const RowPageMap map(p, row);
   auto value = [&](uint32_t elem) {
     const int32_t index = static_cast<int32_t>(range.ks + elem);
-    return p.sorted ? index : page_transform(p, row, index);
+    return p.sorted ? index : map.map(index);
   };
 
   if (range.len <= k) {
@@ -191,10 +192,11 @@ __global__ void __launch_bounds__(kThreads) split_sort_kernel(const TopkParams p
     key[j] = idx[j] >= 0 ? order_key(logits[idx[j]]) + 1u : 0u;  // padding sorts last
   }
   Sort(sort).SortDescending(key, idx);  // its barriers order every read of `out` before the writes
+  const RowPageMap map(p, row);
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int slot = threadIdx.x * kItems + j;
-    if (slot < p.k) out[slot] = idx[j] < 0 ? -1 : page_transform(p, row, idx[j]);
+    if (slot < p.k) out[slot] = idx[j] < 0 ? -1 : map.map(idx[j]);
   }
 }
 

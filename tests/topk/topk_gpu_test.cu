@@ -493,31 +493,35 @@ TEST(TopkGpu, MillionKeyRows) {
 
 TEST(TopkGpu, PageTableTransform) {
   FP8DSA_SKIP_WITHOUT_GPU();
-  const int64_t n = 20000;
-  Problem pb(6, n, n + 2, 512, 2024);
-  tools::Random rng(8);
-  pb.page_size = 64;
-  pb.pages_per_seq = 200;  // positions past 12800 map to -1
-  pb.page_table_stride = 203;
-  const int num_seqs = 4;
-  pb.page_table.resize(static_cast<size_t>(num_seqs * pb.page_table_stride));
-  for (auto& e : pb.page_table) e = rng.bernoulli(0.1) ? -1 : static_cast<int32_t>(rng.uniform_int(0, 5000));
-  pb.row_seq = {0, 1, 2, 3, -1, 1};
-  pb.row_pos_base = {0, 100, 3000, -50, 0, 19000};
-  pb.set_range(0, 0, n);
-  pb.set_range(1, 100, 13000);
-  pb.set_range(2, 3000, 3300);  // fewer keys than k
-  pb.set_range(3, 0, n);
-  pb.set_range(4, 10, 9000);    // negative sequence: all -1
-  pb.set_range(5, 18000, n);
-  check_all_paths(pb, "paged");
-  pb.sorted = true;
-  pb.row_seq.clear();           // row t is sequence t... only 4 sequences: keep rows < 4 valid
-  pb.ks.resize(4);
-  pb.ke.resize(4);
-  pb.row_pos_base.clear();      // base = ks
-  pb.logits.resize(static_cast<size_t>(4 * pb.logits_stride));
-  check_all_paths(pb, "paged sorted");
+  // 64: the shift of a power-of-two page; 48: the division of any other (topk/page_table.h).
+  for (int page_size : {64, 48}) {
+    SCOPED_TRACE("page_size " + std::to_string(page_size));
+    const int64_t n = 20000;
+    Problem pb(6, n, n + 2, 512, 2024);
+    tools::Random rng(8);
+    pb.page_size = page_size;
+    pb.pages_per_seq = 200;  // positions past 200 pages map to -1
+    pb.page_table_stride = 203;
+    const int num_seqs = 4;
+    pb.page_table.resize(static_cast<size_t>(num_seqs * pb.page_table_stride));
+    for (auto& e : pb.page_table) e = rng.bernoulli(0.1) ? -1 : static_cast<int32_t>(rng.uniform_int(0, 5000));
+    pb.row_seq = {0, 1, 2, 3, -1, 1};
+    pb.row_pos_base = {0, 100, 3000, -50, 0, 19000};
+    pb.set_range(0, 0, n);
+    pb.set_range(1, 100, 13000);
+    pb.set_range(2, 3000, 3300);  // fewer keys than k
+    pb.set_range(3, 0, n);
+    pb.set_range(4, 10, 9000);    // negative sequence: all -1
+    pb.set_range(5, 18000, n);
+    check_all_paths(pb, "paged");
+    pb.sorted = true;
+    pb.row_seq.clear();           // row t is sequence t... only 4 sequences: keep rows < 4 valid
+    pb.ks.resize(4);
+    pb.ke.resize(4);
+    pb.row_pos_base.clear();      // base = ks
+    pb.logits.resize(static_cast<size_t>(4 * pb.logits_stride));
+    check_all_paths(pb, "paged sorted");
+  }
 }
 
 TEST(TopkGpu, BitwiseReruns) {

@@ -1,5 +1,6 @@
-// The page-table transform of topk.h, the one definition that the CPU reference, the GPU reference
-// kernel and the fast kernels all call: with pos = index - base (base = row_pos_base[row], else
+// The page-table transform of topk.h, the one definition: the CPU reference and the GPU reference
+// kernel call page_table_transform, the fast kernels its per-row form RowPageMap (below), which the
+// CPU tests check against it index by index. With pos = index - base (base = row_pos_base[row], else
 // ks[row]) and seq = row_seq[row] (else row),
 //   out = page_table[seq][pos / page_size] * page_size + pos % page_size,
 // and -1 for a padding index (< 0), a negative seq or pos, a seq past num_seqs (when given), a page past pages_per_seq, a negative

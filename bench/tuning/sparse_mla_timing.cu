@@ -207,8 +207,8 @@ int main(int argc, char** argv) {
     int clock_khz = 0;
     const double us_per_cycle = nominal_us_per_cycle(&clock_khz);
     const double tiles = topk / 64.0;
-    static const char* const kScoreNames[kV32ScoreChains + 1] = {"next tile's wait + 2 chains", "softmax",
-                                                                 "P slot wait", "P published + 7 chains"};
+    static const char* const kScoreNames[kV32ScoreChains + 1] = {"next tile's wait + its first chains", "softmax",
+                                                                 "P slot wait", "P published + the other chains"};
     static const char* const kValueNames[kV32ValueRefill + 1] = {"stage wait + factors", "P wait",
                                                                  "rescale + barrier",    "P_b",
                                                                  "P.V",                  "refill"};

@@ -13,7 +13,7 @@
 //     chains (kQTerms, v32_kernel.cuh);
 //   - a gathered stage holds the 512 nope bytes (e4m3, 8 SW64 atoms), the 128 rope bytes (bf16, 2
 //     atoms) and the 4 block scales of every key, transposed to [block][key] f32;
-//   - QK^T: 8 e4m3 chains over the nope (each 64 columns, half a scale block) promoted into f32
+//   - QK^T: 4 e4m3 chains over the nope (each one 128-column scale block) promoted into f32
 //     with the key's block scale, and one bf16 chain over the rope added after the head's Q scale;
 //   - P.V: V's scale differs per key and per 128 columns, so each value group turns the score
 //     group's P into one P_b per scale block b it owns, P_b = e4m3(P * scale_b[key] / R_b) with R_b
@@ -43,7 +43,11 @@ struct V32Config : KeyTileShape, MlaDims, SoftmaxFixedPoint {
   static constexpr int kScoreRegs = 152;
   static constexpr int kValueRegs = 176;
 
-  static constexpr int kNopeChains = 8;  // 2 e4m3 k-steps each: a scale block is 2 chains
+  // One chain a 128-column scale block: 4 e4m3 k-steps for each of Q's terms into one accumulator,
+  // promoted once with the block's key scales (DeepSeek-V3's promotion interval; the second term's
+  // products are about 2^-4 of the first's, so the accumulator's truncation stays the first's).
+  static constexpr int kNopeStepsPerChain = 4;
+  static constexpr int kNopeChains = kScaleBlocks;
   static constexpr int kQkChains = kNopeChains + 1;  // + the rope's bf16 chain
 
   static constexpr uint32_t kNopeTileBytes = kKeysPerTile * kDv;  // [64 rows][512] e4m3, 8 atoms
@@ -81,7 +85,8 @@ struct V32Config : KeyTileShape, MlaDims, SoftmaxFixedPoint {
   static constexpr uint32_t kSmemAlloc = kSmemBytes + 1024;
 
   static_assert(kScaleBlocks == 4 && kScaleBlocksPerGroup == 2, "a value group owns two 128-column scale blocks");
-  static_assert(2 * kNopeChains * 32 == kDv, "8 chains of 2 e4m3 k-steps cover the nope part");
+  static_assert(kNopeStepsPerChain * kNopeChains * 32 == kDv && kNopeStepsPerChain * 32 == kV32ScaleBlock,
+                "a chain's k-steps are one scale block, the chains the nope part");
   static_assert(kQRopeOffset % 1024 == 0 && kKOffset % 1024 == 0 && kStageBytes % 1024 == 0 &&
                     kStageRopeOffset % 1024 == 0 && kPOffset % 1024 == 0 && kPbOffset % 1024 == 0,
                 "wgmma tiles start on a swizzle-pattern boundary");

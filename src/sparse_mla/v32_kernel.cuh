@@ -5,8 +5,8 @@
 //
 // Per 64-key tile t:
 //   score group: wait for tile t -> S = q_scale[h] * sum_b scale_b[key] * (Q_b K_b^T) + Q_rope
-//     K_rope^T (8 e4m3 chains, each promoted with its block's key scales; one bf16 chain) -> mask
-//     -> online softmax -> P(t) (e4m3, as in the 576-byte kernel) into P slot t % kNumPSlots;
+//     K_rope^T (4 e4m3 chains, one a scale block, each promoted with its key scales; one bf16
+//     chain) -> mask -> online softmax -> P(t) (e4m3, as in the 576-byte kernel) into P slot t % kNumPSlots;
 //   value groups (w = 0, 1, blocks b = 2w, 2w + 1): the tile's factors f = scale_b[key] / R_b ->
 //     wait for P(t) -> rescale O^T and the weight sums if the tile moved a reference max ->
 //     P_b = e4m3(P f) into the group's P_b buffers, and the weights they apply, e4m3(P f) / f, into
@@ -68,9 +68,9 @@ struct QDescriptors {
   uint64_t nope, rope;  // nope: term 0; term j is kQNopeTermBytes further
 };
 
-// Chain c of the score: c < 8 the e4m3 k-steps 2c, 2c + 1 of the nope part, for each of the
-// kQTerms terms of Q into the same accumulator; c = 8 the 4 bf16 k-steps of the rope. One committed
-// group.
+// Chain c of the score: c < 4 the e4m3 k-steps 4c .. 4c + 3 of the nope part (scale block c), for
+// each of the kQTerms terms of Q into the same accumulator; c = 4 the 4 bf16 k-steps of the rope. One
+// committed group.
 template <int kQTerms, int c>
 __device__ __forceinline__ void issue_chain(float (&acc)[32], const QDescriptors& q, uint64_t k_nope) {
   hopper::wgmma_fence_operands(acc);
@@ -79,8 +79,8 @@ __device__ __forceinline__ void issue_chain(float (&acc)[32], const QDescriptors
 #pragma unroll
     for (int term = 0; term < kQTerms; ++term)
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const uint32_t step = kstep_offset(C::kKeysPerTile, 2 * c + i);
+      for (int i = 0; i < C::kNopeStepsPerChain; ++i) {
+        const uint32_t step = kstep_offset(C::kKeysPerTile, C::kNopeStepsPerChain * c + i);
         hopper::WgmmaE4m3<64>::ss(acc, hopper::advance_descriptor(q.nope, term * C::kQNopeTermBytes + step),
                                   hopper::advance_descriptor(k_nope, step), term > 0 || i > 0);
       }
@@ -96,9 +96,9 @@ __device__ __forceinline__ void issue_chain(float (&acc)[32], const QDescriptors
   hopper::wgmma_commit_group();
 }
 
-// s += chain k (in part), once complete (finish_chains' promotion policy): nope chains times their
-// block's key scales (chain 0 is in s itself and shares block 0 with chain 1), the rope after the nope
-// sum took the head's Q scale.
+// s += chain k (in part), once complete (finish_chains' promotion policy): nope chain k times block
+// k's key scales (chain 0, block 0, is in s itself and takes its scales with chain 1), the rope after
+// the nope sum took the head's Q scale.
 // A thread's register r is key 8 (r / 4) + 2t + r % 2 (hopper/wgmma_layout.h).
 template <int k>
 __device__ __forceinline__ void promote(float (&s)[32], float (&part)[32], uint32_t stage, int t,
@@ -109,17 +109,20 @@ __device__ __forceinline__ void promote(float (&s)[32], float (&part)[32], uint3
 #pragma unroll
     for (int r = 0; r < 32; ++r) s[r] = fmaf(s[r], q_scale[(r / 2) % 2], part[r]);
   } else {
-    const uint32_t scales = stage + C::kStageScaleOffset + (k / 2) * C::kKeysPerTile * 4;
+    const uint32_t scales0 = stage + C::kStageScaleOffset;
+    const uint32_t scales = scales0 + k * C::kKeysPerTile * 4;
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      uint32_t v[2];
-      hopper::lds64(v, scales + static_cast<uint32_t>(8 * c + 2 * t) * 4);
+      const uint32_t key = static_cast<uint32_t>(8 * c + 2 * t) * 4;
+      uint32_t v[2], v0[2];
+      hopper::lds64(v, scales + key);
+      if constexpr (k == 1) hopper::lds64(v0, scales0 + key);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int r = 4 * c + i;
         const float scale = __uint_as_float(v[i % 2]);
         if constexpr (k == 1) {
-          s[r] = (s[r] + part[r]) * scale;
+          s[r] = fmaf(part[r], scale, s[r] * __uint_as_float(v0[i % 2]));
         } else {
           s[r] = fmaf(part[r], scale, s[r]);
         }
@@ -147,18 +150,21 @@ __device__ __forceinline__ void score_group(const KernelArgs& p, uint32_t smem, 
   const auto k_descriptor = [&](int tile) {
     return hopper::kmajor_descriptor(stage_address(smem, tile), Swizzle::k64B, C::kKeysPerTile, 0);
   };
+  // The chains issued ahead of the previous tile's softmax: 8 wgmmas, what the SM queues (one chain of
+  // two terms, two of one), so that the softmax starts at once.
+  constexpr int kAhead = kQTerms == 1 ? 2 : 1;
   const auto start_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
     wait_barrier(&bars.full[tile % C::kNumKStages], (tile / C::kNumKStages) & 1);
     hopper::fence_proxy_async_smem();
     const uint64_t k = k_descriptor(tile);
     issue_chain<kQTerms, 0>(s, q, k);
-    issue_chain<kQTerms, 1>(part[0], q, k);
+    if constexpr (kAhead > 1) issue_chain<kQTerms, 1>(part[0], q, k);
   };
-  // Chains 2.. with two in flight behind the one being promoted (score_gemm.cuh: finish_chains).
+  // The other chains with two in flight behind the one being promoted (score_gemm.cuh: finish_chains).
   const auto finish_scores = [&](int tile, float (&s)[32], float (&part)[2][32]) {
     const uint64_t k = k_descriptor(tile);
     const uint32_t stage = stage_address(smem, tile);
-    finish_chains<C::kQkChains, 2>(
+    finish_chains<C::kQkChains, kAhead>(
         s, part, [&](float (&acc)[32], auto chain) { issue_chain<kQTerms, decltype(chain)::value>(acc, q, k); },
         [&](float (&sum)[32], float (&done)[32], auto chain) {
           promote<decltype(chain)::value>(sum, done, stage, t, q_scale);

@@ -468,7 +468,9 @@ __device__ __forceinline__ void value_group(const KernelArgs& p, uint32_t smem, 
                 const __half2 g = *reinterpret_cast<const __half2*>(&gw[pair]);
                 bytes[hf] = e4m3x2_of_half2(__hmul2(qp, f));
                 const __half2 applied = e4m3x2_to_half2(bytes[hf]);
-                acc = __hadd2(acc, __hfma2(applied, g, __hmul2(qp, __heq2(g, zero))));
+                // Two fused adds: P itself for a key of a small factor (g = 0; 0 for every other
+                // key), then the weight P_b applies (applied g; 0 where g = 0).
+                acc = __hfma2(applied, g, __hfma2(qp, __heq2(g, zero), acc));
               }
               out[k] = bytes[0] | (bytes[1] << 16);
             }

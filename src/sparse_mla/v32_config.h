@@ -44,8 +44,9 @@ struct V32Config : KeyTileShape, MlaDims, SoftmaxFixedPoint {
   static constexpr int kValueRegs = 176;
 
   // One chain a 128-column scale block: 4 e4m3 k-steps for each of Q's terms into one accumulator,
-  // promoted once with the block's key scales (DeepSeek-V3's promotion interval; the second term's
-  // products are about 2^-4 of the first's, so the accumulator's truncation stays the first's).
+  // promoted once with the block's key scales (DeepSeek-V3's promotion interval). The second term
+  // goes first (v32_kernel.cuh, issue_chain): issued after the first term, it doubled the chains'
+  // truncation error and failed SparseMlaFp8V32.AccuracyAgainstRounding (H100, forty-third session).
   static constexpr int kNopeStepsPerChain = 4;
   static constexpr int kNopeChains = kScaleBlocks;
   static constexpr int kQkChains = kNopeChains + 1;  // + the rope's bf16 chain

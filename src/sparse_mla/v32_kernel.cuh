@@ -77,12 +77,16 @@ __device__ __forceinline__ void issue_chain(float (&acc)[32], const QDescriptors
   hopper::wgmma_fence();
   if constexpr (c < C::kNopeChains) {
 #pragma unroll
-    for (int term = 0; term < kQTerms; ++term)
+    for (int j = 0; j < kQTerms; ++j)
 #pragma unroll
       for (int i = 0; i < C::kNopeStepsPerChain; ++i) {
+        // The residual terms first: their products are about 2^-4 of the first term's, so they add
+        // into a small accumulator, and only the first term's 4 k-steps add into a large one (the
+        // tensor cores keep the accumulator's sum to about 14 bits a wgmma).
+        const int term = kQTerms - 1 - j;
         const uint32_t step = kstep_offset(C::kKeysPerTile, C::kNopeStepsPerChain * c + i);
         hopper::WgmmaE4m3<64>::ss(acc, hopper::advance_descriptor(q.nope, term * C::kQNopeTermBytes + step),
-                                  hopper::advance_descriptor(k_nope, step), term > 0 || i > 0);
+                                  hopper::advance_descriptor(k_nope, step), j > 0 || i > 0);
       }
   } else {
     const uint64_t k_rope = hopper::advance_descriptor(k_nope, C::kStageRopeOffset);
